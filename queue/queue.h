@@ -1,0 +1,139 @@
+// The memory queue: a bounded ring of opaque events between producers (the gRPC server) and
+// consumers (output workers), with acknowledgements in publish order.
+//
+// Every accepted event gets the next index of one ascending sequence starting at 1. Consumers take
+// batches of consecutive indexes and mark them Done in any order; the persisted index is the
+// highest N such that every event with index <= N is done. Producers learn, through their ACK
+// callback, how many of their events became persisted, in the order they published them.
+//
+// Thread safety: Queue and Producer are safe for concurrent use from any number of threads.
+// A Batch is used by one thread at a time and may be handed between threads.
+#ifndef SHIPPER_QUEUE_QUEUE_H_
+#define SHIPPER_QUEUE_QUEUE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "queue/event.h"
+
+namespace shipper::queue {
+
+// How waiting consumers and blocked producers wait (shipper.queue.mem.wait_strategy).
+enum class WaitStrategy {
+  kBlocking,  // sleep on a futex/condition variable; wakers pay a syscall only if someone sleeps
+  kPhased,    // spin briefly, then yield, then block
+  kSleeping,  // sleep with exponentially growing pauses between sleep_min and sleep_max
+};
+
+struct Options {
+  size_t max_events = 65536;          // shipper.queue.mem.events
+  size_t max_bytes = 64 << 20;        // shipper.queue.mem.bytes; 0 means no byte limit
+  // Direct loop when flush_min_events <= 1: Get returns as soon as anything is queued. Otherwise
+  // buffered: Get waits until flush_min_events have gathered or flush_timeout has passed since the
+  // first of them was published.
+  size_t flush_min_events = 1;        // shipper.queue.mem.flush.min_events
+  absl::Duration flush_timeout = absl::Milliseconds(5);  // shipper.queue.mem.flush.timeout
+  WaitStrategy wait_strategy = WaitStrategy::kBlocking;
+  absl::Duration sleep_min = absl::Microseconds(50);  // kSleeping only
+  absl::Duration sleep_max = absl::Milliseconds(10);  // kSleeping only
+};
+
+struct PublishResult {
+  size_t accepted = 0;      // events taken from the front of the span
+  uint64_t last_index = 0;  // index of the last accepted event; the highest index if none
+  // OK when all were accepted; otherwise why not: RESOURCE_EXHAUSTED (full, TryPublish),
+  // DEADLINE_EXCEEDED, CANCELLED (producer cancelled) or UNAVAILABLE (queue closed).
+  absl::Status status;
+};
+
+// Called with how many more of this producer's events are persisted, in publish order, exactly
+// once per event. Runs on the consumer thread whose Done() advanced the persisted index, never
+// concurrently with itself; it must be quick and must not call back into the queue.
+using AckCallback = std::function<void(uint64_t count)>;
+
+class Queue;
+
+// A run of consecutive events handed to one consumer.
+class Batch {
+ public:
+  Batch() = default;
+  Batch(Batch&& other) noexcept;
+  Batch& operator=(Batch&& other) noexcept;
+  // REQUIRES: Done() was called, or the batch is empty.
+  ~Batch();
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // Index of event(0); event(i) has index first_index() + i.
+  uint64_t first_index() const { return first_index_; }
+  const Event& event(size_t i) const;
+
+  // Marks every event of the batch handed off for good. Afterwards the batch is empty.
+  void Done();
+
+ private:
+  friend class Queue;
+  // Set by the queue; see queue.cc.
+  Queue* queue_ = nullptr;
+  uint64_t first_index_ = 0;
+  size_t size_ = 0;
+};
+
+class Producer {
+ public:
+  virtual ~Producer() = default;
+
+  // Accepts a prefix of `events` without blocking, moving each accepted event into the queue.
+  virtual PublishResult TryPublish(absl::Span<Event> events) = 0;
+  // Like TryPublish, but waits for room until all are accepted, `deadline` passes, Cancel() is
+  // called or the queue closes.
+  virtual PublishResult Publish(absl::Span<Event> events, absl::Time deadline) = 0;
+  // Wakes blocked Publish calls of this producer; later publishes are refused (CANCELLED).
+  // Events already accepted are still delivered and acknowledged.
+  virtual void Cancel() = 0;
+};
+
+class Queue {
+ public:
+  // INVALID_ARGUMENT names the option to fix.
+  static absl::StatusOr<std::unique_ptr<Queue>> Create(const Options& options);
+  virtual ~Queue() = default;
+
+  // `on_ack` may be null. The producer must not outlive the queue.
+  virtual std::unique_ptr<Producer> NewProducer(AckCallback on_ack) = 0;
+
+  // Waits for up to `max_events` consecutive events by the flush policy (see Options). Returns an
+  // empty batch when `deadline` passes first, or when the queue is closed and nothing is left.
+  virtual Batch Get(size_t max_events,
+                    absl::Time deadline = absl::InfiniteFuture()) = 0;
+
+  // Highest N such that every event with index <= N is done (0 before any).
+  virtual uint64_t persisted_index() const = 0;
+  // Highest index given to an event so far (0 before any).
+  virtual uint64_t published_index() const = 0;
+  // Blocks until persisted_index() > `index`, `deadline` passes or the queue is closed and
+  // drained; returns persisted_index().
+  virtual uint64_t WaitPersisted(uint64_t index, absl::Time deadline) = 0;
+
+  // Stops accepting events (publishes get UNAVAILABLE); consumers still get what is queued.
+  virtual void Close() = 0;
+  // After Close(): waits until every accepted event is done or `deadline` passes; returns how
+  // many accepted events were not done.
+  virtual uint64_t Drain(absl::Time deadline) = 0;
+
+  struct Stats {
+    size_t events = 0;  // accepted and not yet done
+    size_t bytes = 0;
+  };
+  virtual Stats stats() const = 0;
+};
+
+}  // namespace shipper::queue
+
+#endif  // SHIPPER_QUEUE_QUEUE_H_
