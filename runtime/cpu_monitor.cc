@@ -1,0 +1,89 @@
+#include "runtime/cpu_monitor.h"
+
+#include <chrono>
+#include <utility>
+
+#include "glog/logging.h"
+
+namespace shipper::runtime {
+
+CpuMonitor::CpuMonitor(CpuQuotaOptions options, absl::Duration interval)
+    : interval_(interval), overridden_(options.override_cpus > 0) {
+  reader_ = CpuQuotaReader::Create(std::move(options));
+  current_ = reader_->Read();
+  last_reason_ = current_.reason;
+  LOG(INFO) << "cpu quota: " << current_.ToString();
+  if (!current_.reason.empty()) {
+    if (overridden_) {
+      LOG(INFO) << "cpu quota: " << current_.reason;
+    } else {
+      LOG(WARNING) << "cpu quota: " << current_.reason;
+    }
+  }
+  if (overridden_) return;
+  if (interval_ <= absl::ZeroDuration()) {
+    LOG(INFO) << "cpu quota: re-tuning is off (interval 0)";
+    return;
+  }
+  thread_ = std::thread([this] { Run(); });
+}
+
+CpuMonitor::~CpuMonitor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+CpuQuota CpuMonitor::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
+}
+
+int CpuMonitor::effective_cpus() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_.effective_cpus;
+}
+
+void CpuMonitor::AddListener(Listener listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listeners_.push_back(std::move(listener));
+}
+
+bool CpuMonitor::Refresh() {
+  if (overridden_) return false;
+  std::lock_guard<std::mutex> refresh_lock(refresh_mu_);
+  CpuQuota fresh = reader_->Read();
+  if (fresh.reason != last_reason_) {
+    if (!fresh.reason.empty()) LOG(WARNING) << "cpu quota: " << fresh.reason;
+    last_reason_ = fresh.reason;
+  }
+  int old_cpus;
+  std::vector<Listener> listeners;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    old_cpus = current_.effective_cpus;
+    current_ = fresh;
+    if (old_cpus == fresh.effective_cpus) return false;
+    listeners = listeners_;
+  }
+  LOG(INFO) << "cpu quota changed: effective_cpus " << old_cpus << " → " << fresh.effective_cpus
+            << " (" << fresh.ToString() << ")";
+  for (const Listener& listener : listeners) listener(old_cpus, fresh.effective_cpus);
+  return true;
+}
+
+void CpuMonitor::Run() {
+  const auto interval = absl::ToChronoNanoseconds(interval_);
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stop_cv_.wait_for(lock, interval, [this] { return stop_; })) return;
+    }
+    Refresh();
+  }
+}
+
+}  // namespace shipper::runtime
