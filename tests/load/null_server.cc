@@ -1,0 +1,314 @@
+#include "tests/load/null_server.h"
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/random/random.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "glog/logging.h"
+#include "google/protobuf/arena.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/support/message_allocator.h"
+#include "proto/producer.grpc.pb.h"
+
+namespace shipper::load {
+namespace {
+
+namespace v1 = ::elastic::agent::shipper::v1;
+namespace msg = ::elastic::agent::shipper::v1::messages;
+
+std::string RandomUuid() {
+  absl::BitGen gen;
+  const uint64_t hi = absl::Uniform<uint64_t>(gen), lo = absl::Uniform<uint64_t>(gen);
+  return absl::StrFormat("%08x-%04x-4%03x-%04x-%012x", hi >> 32, (hi >> 16) & 0xffff, hi & 0xfff,
+                         0x8000 | ((lo >> 48) & 0x3fff), lo & 0xffffffffffffULL);
+}
+
+// Request and reply of one PublishEvents call, parsed into one arena freed with the call.
+class ArenaMessages final : public grpc::MessageHolder<msg::PublishRequest, msg::PublishReply> {
+ public:
+  ArenaMessages() {
+    set_request(google::protobuf::Arena::CreateMessage<msg::PublishRequest>(&arena_));
+    set_response(google::protobuf::Arena::CreateMessage<msg::PublishReply>(&arena_));
+  }
+  void Release() override { delete this; }
+
+ private:
+  google::protobuf::Arena arena_;
+};
+
+class ArenaAllocator final : public grpc::MessageAllocator<msg::PublishRequest, msg::PublishReply> {
+ public:
+  grpc::MessageHolder<msg::PublishRequest, msg::PublishReply>* AllocateMessages() override {
+    return new ArenaMessages();
+  }
+};
+
+class ProducerService;
+
+// One PersistedIndex stream. Writes are started outside mu_ (a reaction may run inline), and
+// exactly one write or Finish is outstanding at a time.
+class IndexStream final : public grpc::ServerWriteReactor<msg::PersistedIndexReply> {
+ public:
+  IndexStream(ProducerService* service, absl::Duration interval);
+
+  // The persisted index may have changed: write it if allowed now, else leave it for the ticker.
+  void Notify();
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  enum class Action { kNone, kWrite, kWriteAndFinish, kFinish };
+  Action NextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Run(Action action);
+
+  ProducerService* const service_;
+  const absl::Duration interval_;
+
+  absl::Mutex mu_;
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // a write or Finish is outstanding
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool sent_any_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t last_sent_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_write_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  msg::PersistedIndexReply reply_;  // owned by the outstanding write
+};
+
+class ProducerService final : public v1::Producer::CallbackService {
+ public:
+  ProducerService(const NullServerOptions& options)
+      : options_(options), uuid_(RandomUuid()) {
+    if (options.use_arena) SetMessageAllocatorFor_PublishEvents(&allocator_);
+    ticker_ = std::thread([this] { Tick(); });
+  }
+  ~ProducerService() override {
+    stop_.Notify();
+    ticker_.join();
+  }
+
+  grpc::ServerUnaryReactor* PublishEvents(grpc::CallbackServerContext* context,
+                                          const msg::PublishRequest* request,
+                                          msg::PublishReply* reply) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    if (!request->uuid().empty() && request->uuid() != uuid_) {
+      reactor->Finish(grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("uuid ", request->uuid(), " is not this server's (", uuid_,
+                       "): the server restarted; rewind to the last persisted event")));
+      return reactor;
+    }
+    if (request->events_size() == 0) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "the request has no events: send at least one"));
+      return reactor;
+    }
+    uint32_t n = static_cast<uint32_t>(request->events_size());
+    if (options_.max_accept_per_call > 0 && n > options_.max_accept_per_call) {
+      n = options_.max_accept_per_call;
+    }
+    const uint64_t last = index_.fetch_add(n, std::memory_order_relaxed) + n;
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    reply->set_uuid(uuid_);
+    reply->set_accepted_count(n);
+    reply->set_accepted_index(last);
+    reactor->Finish(grpc::Status::OK);
+    NotifyStreams();
+    return reactor;
+  }
+
+  grpc::ServerWriteReactor<msg::PersistedIndexReply>* PersistedIndex(
+      grpc::CallbackServerContext* context, const msg::PersistedIndexRequest* request) override {
+    absl::Duration interval = absl::Seconds(request->polling_interval().seconds()) +
+                              absl::Nanoseconds(request->polling_interval().nanos());
+    return new IndexStream(this, interval);
+  }
+
+  void Register(IndexStream* s) {
+    absl::MutexLock lock(&streams_mu_);
+    streams_.insert(s);
+  }
+  void Unregister(IndexStream* s) {
+    absl::MutexLock lock(&streams_mu_);
+    streams_.erase(s);
+  }
+  // Called by a stream that held back a change because of its polling interval.
+  void WantTick() { tick_wanted_.store(true, std::memory_order_relaxed); }
+
+  uint64_t persisted() const { return index_.load(std::memory_order_relaxed); }
+  uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+  const std::string& uuid() const { return uuid_; }
+
+ private:
+  void NotifyStreams() {
+    // Streams unregister under streams_mu_ before they are deleted, so the pointers stay valid.
+    absl::MutexLock lock(&streams_mu_);
+    for (IndexStream* s : streams_) s->Notify();
+  }
+
+  void Tick() {
+    while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(1))) {
+      if (tick_wanted_.exchange(false, std::memory_order_relaxed)) NotifyStreams();
+    }
+  }
+
+  const NullServerOptions options_;
+  const std::string uuid_;
+  ArenaAllocator allocator_;
+  std::atomic<uint64_t> index_{0};
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<bool> tick_wanted_{false};
+  absl::Notification stop_;
+  std::thread ticker_;
+
+  absl::Mutex streams_mu_;
+  std::set<IndexStream*> streams_ ABSL_GUARDED_BY(streams_mu_);
+};
+
+IndexStream::IndexStream(ProducerService* service, absl::Duration interval)
+    : service_(service), interval_(interval) {
+  service_->Register(this);
+  Notify();
+}
+
+void IndexStream::Notify() {
+  Action action;
+  {
+    absl::MutexLock lock(&mu_);
+    action = NextLocked();
+  }
+  Run(action);
+}
+
+IndexStream::Action IndexStream::NextLocked() {
+  if (busy_ || finished_) return Action::kNone;
+  if (cancelled_) {
+    busy_ = finished_ = true;
+    return Action::kFinish;
+  }
+  const uint64_t persisted = service_->persisted();
+  if (sent_any_ && persisted == last_sent_) return Action::kNone;
+  const absl::Time now = absl::Now();
+  if (sent_any_ && now < last_write_ + interval_) {
+    service_->WantTick();
+    return Action::kNone;
+  }
+  sent_any_ = true;
+  last_sent_ = persisted;
+  last_write_ = now;
+  reply_.set_uuid(service_->uuid());
+  reply_.set_persisted_index(persisted);
+  busy_ = true;
+  if (interval_ <= absl::ZeroDuration()) {
+    finished_ = true;
+    return Action::kWriteAndFinish;
+  }
+  return Action::kWrite;
+}
+
+void IndexStream::Run(Action action) {
+  switch (action) {
+    case Action::kNone:
+      return;
+    case Action::kWrite:
+      StartWrite(&reply_);
+      return;
+    case Action::kWriteAndFinish:
+      StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);
+      return;
+    case Action::kFinish:
+      Finish(grpc::Status::CANCELLED);
+      return;
+  }
+}
+
+void IndexStream::OnWriteDone(bool ok) {
+  Action action;
+  {
+    absl::MutexLock lock(&mu_);
+    busy_ = false;
+    if (!ok) cancelled_ = true;
+    action = NextLocked();
+  }
+  Run(action);
+}
+
+void IndexStream::OnCancel() {
+  Action action;
+  {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+    action = NextLocked();
+  }
+  Run(action);
+}
+
+void IndexStream::OnDone() {
+  service_->Unregister(this);
+  delete this;
+}
+
+class NullServerImpl final : public NullServer {
+ public:
+  explicit NullServerImpl(const NullServerOptions& options) : service_(options) {}
+  ~NullServerImpl() override { Shutdown(); }
+
+  absl::Status Start(const std::string& listen_address) {
+    const size_t colon = listen_address.rfind(':');
+    if (colon == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("listen address \"", listen_address, "\" has no port: use HOST:PORT"));
+    }
+    int port = 0;
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &port);
+    builder.SetMaxReceiveMessageSize(64 << 20);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr || port == 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", listen_address));
+    }
+    address_ = absl::StrCat(listen_address.substr(0, colon), ":", port);
+    return absl::OkStatus();
+  }
+
+  const std::string& address() const override { return address_; }
+  const std::string& uuid() const override { return service_.uuid(); }
+  uint64_t events() const override { return service_.persisted(); }
+  uint64_t calls() const override { return service_.calls(); }
+
+  void Shutdown() override {
+    if (server_ == nullptr) return;
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_->Wait();
+    server_.reset();
+  }
+
+ private:
+  ProducerService service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<NullServer>> NullServer::Start(const NullServerOptions& options) {
+  auto server = std::make_unique<NullServerImpl>(options);
+  absl::Status status = server->Start(options.listen_address);
+  if (!status.ok()) return status;
+  return std::unique_ptr<NullServer>(std::move(server));
+}
+
+}  // namespace shipper::load
