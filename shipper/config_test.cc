@@ -1,0 +1,138 @@
+#include "shipper/config.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace shipper {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<Config> Parse(absl::string_view yaml, std::vector<std::string> overrides = {}) {
+  return ParseConfig(yaml, "test.yml", overrides);
+}
+
+std::string Error(absl::string_view yaml, std::vector<std::string> overrides = {}) {
+  absl::StatusOr<Config> config = Parse(yaml, std::move(overrides));
+  EXPECT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(config.status().message());
+}
+
+TEST(ConfigTest, DefaultsServeLoopbackIntoFile) {
+  absl::StatusOr<Config> config = Parse("");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->server_address, "127.0.0.1:50051");
+  EXPECT_EQ(config->output, OutputKind::kFile);
+  EXPECT_EQ(config->file.path, "./data");
+  EXPECT_EQ(config->file.filename, "shipper.ndjson");
+  EXPECT_EQ(config->shutdown_timeout, absl::Seconds(30));
+}
+
+TEST(ConfigTest, NestedAndDottedKeysAreTheSame) {
+  absl::StatusOr<Config> nested = Parse(R"(
+shipper:
+  server:
+    server: unix:///tmp/s.sock
+  queue:
+    mem:
+      events: 1000
+      bytes: 2MiB
+      flush:
+        min_events: 100
+        timeout: 20ms
+      wait_strategy: sleeping
+)");
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  absl::StatusOr<Config> dotted = Parse(R"(
+shipper.server.server: unix:///tmp/s.sock
+shipper.queue.mem.events: 1000
+shipper.queue.mem.bytes: 2MiB
+shipper.queue:
+  mem.flush.min_events: 100
+  mem.flush.timeout: 20ms
+  mem.wait_strategy: sleeping
+)");
+  ASSERT_TRUE(dotted.ok()) << dotted.status();
+  for (const Config& c : {*nested, *dotted}) {
+    EXPECT_EQ(c.server_address, "unix:///tmp/s.sock");
+    EXPECT_EQ(c.queue.max_events, 1000u);
+    EXPECT_EQ(c.queue.max_bytes, 2u << 20);
+    EXPECT_EQ(c.queue.flush_min_events, 100u);
+    EXPECT_EQ(c.queue.flush_timeout, absl::Milliseconds(20));
+    EXPECT_EQ(c.queue.wait_strategy, queue::WaitStrategy::kSleeping);
+  }
+}
+
+TEST(ConfigTest, OverridesApplyInOrderOnTopOfTheFile) {
+  absl::StatusOr<Config> config =
+      Parse("shipper.queue.mem.events: 10",
+            {"shipper.queue.mem.events=20", "shipper.queue.mem.events=30",
+             "shipper.output.discard.enabled=true", "shipper.cpu.rounding=ceil"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->queue.max_events, 30u);
+  EXPECT_EQ(config->output, OutputKind::kDiscard);
+  EXPECT_EQ(config->cpu.rounding, runtime::Rounding::kCeil);
+}
+
+TEST(ConfigTest, UnknownKeySuggestsTheClosest) {
+  std::string error = Error("shipper:\n  queue.mem.event: 5\n");
+  EXPECT_THAT(error, HasSubstr("test.yml:2"));
+  EXPECT_THAT(error, HasSubstr("unknown config key 'shipper.queue.mem.event'"));
+  EXPECT_THAT(error, HasSubstr("did you mean 'shipper.queue.mem.events'"));
+  EXPECT_THAT(Error("", {"nonsense.key=1"}), HasSubstr("see --help"));
+}
+
+TEST(ConfigTest, WrongTypesNameTheKeyAndWhatWasExpected) {
+  EXPECT_THAT(Error("shipper.queue.mem.events: many"),
+              HasSubstr("'shipper.queue.mem.events': expected a whole number >= 1, got 'many'"));
+  EXPECT_THAT(Error("shipper.queue.mem.events: 0"), HasSubstr("expected a whole number >= 1"));
+  EXPECT_THAT(Error("shipper.queue.mem.flush.timeout: 5"),
+              HasSubstr("expected a duration such as 5ms"));
+  EXPECT_THAT(Error("shipper.output.file.enabled: maybe"), HasSubstr("expected true or false"));
+  EXPECT_THAT(Error("shipper.queue.mem.wait_strategy: spin"),
+              HasSubstr("expected one of blocking|phased|sleeping, got 'spin'"));
+  EXPECT_THAT(Error("shipper.server.server: [a, b]"), HasSubstr("got a list"));
+  EXPECT_THAT(Error("", {"shipper.queue.mem.events"}), HasSubstr("-E expects key=value"));
+}
+
+TEST(ConfigTest, TwoOutputsAreRefusedNamingBoth) {
+  std::string error = Error(R"(
+shipper.output.file.enabled: true
+shipper.output.console.enabled: true
+)");
+  EXPECT_THAT(error, HasSubstr("exactly one output"));
+  EXPECT_THAT(error, HasSubstr("file, console"));
+}
+
+TEST(ConfigTest, BadYamlSaysWhere) {
+  EXPECT_THAT(Error("shipper: [unclosed"), HasSubstr("not valid YAML"));
+  EXPECT_THAT(Error("- just\n- a list\n"), HasSubstr("expected a map"));
+}
+
+TEST(ConfigTest, MissingFileNamesThePath) {
+  absl::StatusOr<Config> config = LoadConfig("/nonexistent/shipper.yml", {});
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("'/nonexistent/shipper.yml' cannot be read"));
+}
+
+TEST(ConfigTest, LoadsAFile) {
+  std::string path = std::string(getenv("TEST_TMPDIR")) + "/shipper.yml";
+  std::ofstream(path) << "shipper.output.file.path: /tmp/out\n";
+  absl::StatusOr<Config> config = LoadConfig(path, {});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->file.path, "/tmp/out");
+}
+
+TEST(ConfigTest, HelpListsEveryKeyWithItsDefault) {
+  std::string help = ConfigKeysHelp();
+  EXPECT_THAT(help, HasSubstr("shipper.server.server = 127.0.0.1:50051"));
+  EXPECT_THAT(help, HasSubstr("shipper.queue.mem.flush.timeout = 5ms"));
+  EXPECT_THAT(help, HasSubstr("shipper.output.file.filename = shipper.ndjson"));
+}
+
+}  // namespace
+}  // namespace shipper

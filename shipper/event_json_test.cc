@@ -1,0 +1,145 @@
+#include "shipper/event_json.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+
+namespace shipper {
+namespace {
+
+namespace pb = elastic::agent::shipper::v1::messages;
+
+std::string Encode(const pb::Event& event, uint64_t index = 7) {
+  rapidjson::StringBuffer buffer;
+  AppendEventJson(event, index, &buffer);
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+pb::Value& Field(pb::Event& event, const std::string& key) {
+  return (*event.mutable_fields()->mutable_data())[key];
+}
+
+rapidjson::Document ParseLine(const std::string& line) {
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "one line per event";
+  rapidjson::Document doc;
+  doc.Parse(line.data(), line.size() - 1);
+  EXPECT_FALSE(doc.HasParseError()) << line;
+  return doc;
+}
+
+TEST(EventJsonTest, EveryValueKindKeepsItsType) {
+  pb::Event event;
+  Field(event, "null").set_null_value(pb::NULL_VALUE);
+  Field(event, "f64").set_float64_value(0.1);
+  Field(event, "f32").set_float32_value(1.5f);
+  Field(event, "i32").set_int32_value(-42);
+  Field(event, "i64").set_int64_value(std::numeric_limits<int64_t>::min());
+  Field(event, "u32").set_uint32_value(4294967295u);
+  Field(event, "u64").set_uint64_value(std::numeric_limits<uint64_t>::max());
+  Field(event, "str").set_string_value("quote \" backslash \\ newline \n tab \t ctrl \x01 é 日本");
+  Field(event, "bool").set_bool_value(true);
+  auto& nested = *Field(event, "struct").mutable_struct_value()->mutable_data();
+  nested["inner"].set_int64_value(1);
+  auto* list = Field(event, "list").mutable_list_value();
+  list->add_values()->set_string_value("a");
+  list->add_values()->set_uint64_value(2);
+  list->add_values()->mutable_list_value();
+  auto* ts = Field(event, "ts").mutable_timestamp_value();
+  ts->set_seconds(1700000000);
+  ts->set_nanos(5);
+
+  const std::string line = Encode(event);
+  rapidjson::Document doc = ParseLine(line);
+  EXPECT_TRUE(doc["null"].IsNull());
+  EXPECT_DOUBLE_EQ(doc["f64"].GetDouble(), 0.1);
+  EXPECT_EQ(doc["f32"].GetDouble(), 1.5);
+  EXPECT_EQ(doc["i32"].GetInt(), -42);
+  EXPECT_EQ(doc["i64"].GetInt64(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(doc["u32"].GetUint(), 4294967295u);
+  EXPECT_EQ(doc["u64"].GetUint64(), std::numeric_limits<uint64_t>::max());
+  EXPECT_NE(line.find("18446744073709551615"), std::string::npos);
+  EXPECT_EQ(std::string(doc["str"].GetString(), doc["str"].GetStringLength()),
+            "quote \" backslash \\ newline \n tab \t ctrl \x01 é 日本");
+  EXPECT_TRUE(doc["bool"].GetBool());
+  EXPECT_EQ(doc["struct"]["inner"].GetInt64(), 1);
+  ASSERT_EQ(doc["list"].Size(), 3u);
+  EXPECT_STREQ(doc["list"][0].GetString(), "a");
+  EXPECT_EQ(doc["list"][1].GetUint64(), 2u);
+  EXPECT_TRUE(doc["list"][2].IsArray());
+  EXPECT_STREQ(doc["ts"].GetString(), "2023-11-14T22:13:20.000000005Z");
+}
+
+TEST(EventJsonTest, NonFiniteFloatsBecomeNull) {
+  pb::Event event;
+  Field(event, "nan").set_float64_value(std::nan(""));
+  Field(event, "inf").set_float32_value(std::numeric_limits<float>::infinity());
+  Field(event, "ninf").set_float64_value(-std::numeric_limits<double>::infinity());
+  rapidjson::Document doc = ParseLine(Encode(event));
+  EXPECT_TRUE(doc["nan"].IsNull());
+  EXPECT_TRUE(doc["inf"].IsNull());
+  EXPECT_TRUE(doc["ninf"].IsNull());
+}
+
+TEST(EventJsonTest, EnvelopeCarriesTimestampDataStreamAndMetadata) {
+  pb::Event event;
+  event.mutable_timestamp()->set_seconds(0);
+  event.mutable_timestamp()->set_nanos(123456789);
+  event.mutable_source()->set_input_id("in-1");
+  event.mutable_source()->set_stream_id("st-1");
+  event.mutable_data_stream()->set_type("logs");
+  event.mutable_data_stream()->set_dataset("nginx.access");
+  event.mutable_data_stream()->set_namespace_("default");
+  (*event.mutable_metadata()->mutable_data())["pipeline"].set_string_value("p1");
+  Field(event, "message").set_string_value("hello");
+
+  rapidjson::Document doc = ParseLine(Encode(event, 42));
+  EXPECT_STREQ(doc["message"].GetString(), "hello");
+  EXPECT_STREQ(doc["@timestamp"].GetString(), "1970-01-01T00:00:00.123456789Z");
+  EXPECT_STREQ(doc["data_stream"]["type"].GetString(), "logs");
+  EXPECT_STREQ(doc["data_stream"]["dataset"].GetString(), "nginx.access");
+  EXPECT_STREQ(doc["data_stream"]["namespace"].GetString(), "default");
+  EXPECT_STREQ(doc["@metadata"]["pipeline"].GetString(), "p1");
+  EXPECT_STREQ(doc["@metadata"]["input_id"].GetString(), "in-1");
+  EXPECT_STREQ(doc["@metadata"]["stream_id"].GetString(), "st-1");
+  EXPECT_EQ(doc["@metadata"]["index"].GetUint64(), 42u);
+  EXPECT_FALSE(doc["@metadata"].HasMember("shadowed"));
+}
+
+TEST(EventJsonTest, AbsentEnvelopePartsAreOmitted) {
+  pb::Event event;
+  rapidjson::Document doc = ParseLine(Encode(event));
+  EXPECT_FALSE(doc.HasMember("@timestamp"));
+  EXPECT_FALSE(doc.HasMember("data_stream"));
+  EXPECT_TRUE(doc.HasMember("@metadata"));
+}
+
+TEST(EventJsonTest, ClashingNamesAreShadowedNotLostOrDuplicated) {
+  pb::Event event;
+  event.mutable_timestamp()->set_seconds(1);
+  Field(event, "@timestamp").set_string_value("from fields");
+  Field(event, "@metadata").set_int32_value(1);
+  Field(event, "data_stream").set_string_value("kept: the event has no data_stream");
+  (*event.mutable_metadata()->mutable_data())["index"].set_string_value("from metadata");
+
+  const std::string line = Encode(event, 9);
+  rapidjson::Document doc = ParseLine(line);
+  EXPECT_STREQ(doc["@timestamp"].GetString(), "1970-01-01T00:00:01.000000000Z");
+  EXPECT_STREQ(doc["data_stream"].GetString(), "kept: the event has no data_stream");
+  EXPECT_EQ(doc["@metadata"]["index"].GetUint64(), 9u);
+  const auto& shadowed = doc["@metadata"]["shadowed"];
+  EXPECT_STREQ(shadowed["@timestamp"].GetString(), "from fields");
+  EXPECT_EQ(shadowed["@metadata"].GetInt(), 1);
+  EXPECT_STREQ(shadowed["index"].GetString(), "from metadata");
+  int top_level_timestamps = 0;
+  for (const auto& member : doc.GetObject()) {
+    top_level_timestamps += std::string(member.name.GetString()) == "@timestamp";
+  }
+  EXPECT_EQ(top_level_timestamps, 1) << line;
+}
+
+}  // namespace
+}  // namespace shipper
