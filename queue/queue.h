@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "queue/event.h"
@@ -31,12 +32,17 @@ enum class WaitStrategy {
   kSleeping,  // sleep with exponentially growing pauses between sleep_min and sleep_max
 };
 
+// "blocking", "phased" or "sleeping"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<WaitStrategy> ParseWaitStrategy(absl::string_view name);
+// The inverse of ParseWaitStrategy.
+absl::string_view WaitStrategyName(WaitStrategy strategy);
+
 struct Options {
   size_t max_events = 65536;          // shipper.queue.mem.events
   size_t max_bytes = 64 << 20;        // shipper.queue.mem.bytes; 0 means no byte limit
   // Direct loop when flush_min_events <= 1: Get returns as soon as anything is queued. Otherwise
   // buffered: Get waits until flush_min_events have gathered or flush_timeout has passed since the
-  // first of them was published.
+  // first of them was published, or a producer is blocked because the queue is full.
   size_t flush_min_events = 1;        // shipper.queue.mem.flush.min_events
   absl::Duration flush_timeout = absl::Milliseconds(5);  // shipper.queue.mem.flush.timeout
   WaitStrategy wait_strategy = WaitStrategy::kBlocking;
@@ -72,6 +78,7 @@ class Batch {
   bool empty() const { return size_ == 0; }
   // Index of event(0); event(i) has index first_index() + i.
   uint64_t first_index() const { return first_index_; }
+  // REQUIRES: i < size().
   const Event& event(size_t i) const;
 
   // Marks every event of the batch handed off for good. Afterwards the batch is empty.
@@ -132,6 +139,10 @@ class Queue {
     size_t bytes = 0;
   };
   virtual Stats stats() const = 0;
+
+ protected:
+  // Lets implementations hand out batches: Batch's fields are private.
+  static Batch MakeBatch(Queue* queue, uint64_t first_index, size_t size);
 };
 
 }  // namespace shipper::queue
