@@ -83,6 +83,10 @@ class Batch {
 
   // Marks every event of the batch handed off for good. Afterwards the batch is empty.
   void Done();
+  // Gives the batch up at shutdown, when the output cannot take it: its events are never done,
+  // so the persisted index stays below them and Drain() counts them as left. Afterwards the
+  // batch is empty. REQUIRES: the queue is closed.
+  void Abandon() { size_ = 0; }
 
  private:
   friend class Queue;
