@@ -432,6 +432,23 @@ absl::StatusOr<LoadResult> Generator::Run() {
                      absl::FormatDuration(options_.connect_timeout)));
   }
 
+  if (options_.idle) {
+    const absl::Time start = absl::Now();
+    const double cpu_start = CpuSeconds();
+    absl::SleepFor(options_.duration);
+    LoadResult r;
+    r.client_cpu_sec = CpuSeconds() - cpu_start;
+    r.drained = true;
+    r.persist_time = r.accept_time = absl::Now() - start;
+    stop_stream_.Notify();
+    {
+      absl::MutexLock lock(&stream_mu_);
+      if (stream_context_ != nullptr) stream_context_->TryCancel();
+    }
+    stream.join();
+    return r;
+  }
+
   const int threads = std::max(1, std::min(options_.threads, options_.channels));
   std::vector<std::unique_ptr<Worker>> workers;
   for (int t = 0; t < threads; ++t) {
@@ -527,6 +544,9 @@ absl::StatusOr<LoadResult> RunLoad(const LoadOptions& options) {
       options.pool_events < 1 || options.threads < 1) {
     return absl::InvalidArgumentError(
         "channels, inflight, batch, pool_events and threads must all be at least 1");
+  }
+  if (options.idle && options.duration <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("an idle run needs a duration");
   }
   if (options.events == 0 && options.duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("set events or duration (or both) so the run ends");

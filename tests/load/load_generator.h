@@ -51,6 +51,9 @@ struct LoadOptions {
   absl::Duration connect_timeout = absl::Seconds(10);
   // After the last accepted call, wait this long at most for everything to be persisted.
   absl::Duration drain_timeout = absl::Seconds(30);
+  // Connect every channel and follow PersistedIndex for `duration`, publishing nothing (to
+  // measure a server's idle cost with clients attached).
+  bool idle = false;
   uint64_t max_errors = 1000;  // give up (error result) after this many failed calls
   std::function<void(const LoadProgress&)> on_progress;  // optional; called from its own thread
 };

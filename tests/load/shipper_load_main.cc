@@ -34,6 +34,8 @@ ABSL_FLAG(absl::Duration, poll_interval, absl::Milliseconds(1),
 ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(10), "deadline of each call");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "how long to wait, after sending, for everything to be persisted");
+ABSL_FLAG(bool, idle, false,
+          "connect and follow PersistedIndex for --duration without publishing anything");
 ABSL_FLAG(std::string, progress, "auto", "live progress line: auto (if stdout is a tty), on, off");
 
 int main(int argc, char** argv) {
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   o.shape = *shape;
   o.rate = absl::GetFlag(FLAGS_rate);
   o.events = absl::GetFlag(FLAGS_events);
+  o.idle = absl::GetFlag(FLAGS_idle);
   o.duration = absl::GetFlag(FLAGS_duration);
   if (o.events == 0 && o.duration <= absl::ZeroDuration()) o.duration = absl::Seconds(10);
   o.threads = absl::GetFlag(FLAGS_threads);
