@@ -112,6 +112,7 @@ class QueueImpl final : public Queue {
   void Close() override;
   uint64_t Drain(absl::Time deadline) override;
   Stats stats() const override;
+  std::string DebugString() const override;
 
   // TryPublish when `deadline` is absl::InfinitePast().
   PublishResult Publish(ProducerState* producer, absl::Span<Event> events, absl::Time deadline);
@@ -417,6 +418,16 @@ uint64_t QueueImpl::Drain(absl::Time deadline) {
 Queue::Stats QueueImpl::stats() const {
   internal::MutexLock lock(&mu_);
   return {static_cast<size_t>(published_ - persisted_), bytes_};
+}
+
+std::string QueueImpl::DebugString() const {
+  internal::MutexLock lock(&mu_);
+  return absl::StrCat("published=", published_, " read=", read_, " persisted=", persisted_,
+                      " freed=", freed_, " bytes=", bytes_, " done_early=", done_early_.size(),
+                      " acking=", acking_, " closed=", closed_,
+                      " blocked_producers=", blocked_producers_,
+                      " sleeping_consumers=", consumers_.sleepers(),
+                      " sleeping_producers=", producers_.sleepers());
 }
 
 QueueImpl* Impl(Queue* queue) { return static_cast<QueueImpl*>(queue); }

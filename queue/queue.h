@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -143,6 +144,8 @@ class Queue {
     size_t bytes = 0;
   };
   virtual Stats stats() const = 0;
+  // One line of internal state (indexes, waiters) for logs and watchdogs.
+  virtual std::string DebugString() const = 0;
 
  protected:
   // Lets implementations hand out batches: Batch's fields are private.

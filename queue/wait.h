@@ -41,6 +41,7 @@ class WaitChannel {
     Touch();
     if (sleepers_ > 0) cv_.SignalAll();
   }
+  int sleepers() const { return sleepers_; }
 
  private:
   friend class Waiter;
