@@ -1,0 +1,412 @@
+#!/usr/bin/python3
+"""End-to-end benchmark: Shipper against the transport-and-decoding limit, in one run.
+
+For each event shape, shipper_load sends the same number of events to
+  (a) null_server              -- decodes and replies at once, persisted at once: the limit,
+  (b) Shipper, discard output  -- the whole pipeline, output counts and drops,
+  (c) Shipper, file output     -- the whole pipeline, output writes files,
+each a fresh process, and prints one JSON line per run:
+
+  {"name": "e2e/<target>/<shape>", "events_per_sec": ..., "null_server_events_per_sec": ...,
+   "ratio": ..., "p50_ms": ..., "p99_ms": ..., "shipper_cpu_sec_per_million": ..., "rss_mb": ...}
+
+events_per_sec counts events persisted (PersistedIndex), from the first call to the last persisted
+event. shipper_cpu_sec_per_million is the server process's user+system CPU over the run (for the
+null target, the null server's), rss_mb its peak RSS (VmHWM).
+
+Then:
+  {"name": "e2e/latency_at_half_load", ...}         Shipper (discard, buffered loop) at half of the
+                                                    discard/filebeat maximum; publish -> persisted
+  {"name": "e2e/latency_at_half_load/direct", ...}  the same with the direct loop
+  {"name": "idle_cpu", "cpu_percent": ...}          Shipper with clients attached, no traffic, 10 s
+
+JSON lines go to stdout, progress and diagnostics to stderr. Binaries come from flags or the
+environment (SHIPPER_BIN, NULL_SERVER_BIN, SHIPPER_LOAD_BIN). Without a Shipper binary only the
+null-server lines are produced. Exit status 1 if any run failed.
+
+  tests/bench/e2e.py --shipper=bazel-bin/shipper/shipper \\
+      --null_server=bazel-bin/tests/load/null_server --shipper_load=bazel-bin/tests/load/shipper_load
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+LISTENING = re.compile(r"listening on (\S+:\d+)")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(*parts):
+    print("e2e:", *parts, file=sys.stderr, flush=True)
+
+
+def emit(record):
+    print(json.dumps(record), flush=True)
+
+
+class Server:
+    """A server process started on port 0; the address comes from its 'listening on' log line."""
+
+    def __init__(self, name, argv, workdir, start_timeout=30.0):
+        self.name = name
+        self.log_path = os.path.join(workdir, name.replace("/", "_") + ".log")
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        self.address = None
+        deadline = time.time() + start_timeout
+        while time.time() < deadline:
+            with open(self.log_path, "rb") as f:
+                m = LISTENING.search(f.read().decode(errors="replace"))
+            if m:
+                self.address = m.group(1)
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError("%s did not start (%s): %s" % (name, " ".join(argv), self.log_tail()))
+
+    def cpu_sec(self):
+        with open("/proc/%d/stat" % self.proc.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+    def rss_mb(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+        return 0.0
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def log_tail(self, n=15):
+        try:
+            with open(self.log_path, "rb") as f:
+                return "\n".join(f.read().decode(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                log(self.name, "ignored SIGTERM for 10 s; killing it")
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+class Bench:
+    def __init__(self, opts):
+        self.o = opts
+        self.workdir = tempfile.mkdtemp(prefix="shipper-e2e-")
+        self.failed = False
+
+    # --- processes -------------------------------------------------------------------------
+
+    def start_null(self, name):
+        return Server(name, [self.o.null_server, "--listen=127.0.0.1:0"], self.workdir)
+
+    def start_shipper(self, name, output, overrides=()):
+        argv = [self.o.shipper]
+        if self.o.config:
+            argv += ["-c", self.o.config]
+        argv += ["-E", "shipper.server.server=127.0.0.1:0"]
+        outdir = None
+        if output == "discard":
+            argv += ["-E", "shipper.output.discard.enabled=true"]
+        elif output == "file":
+            outdir = os.path.join(self.workdir, name.replace("/", "_") + ".out")
+            os.makedirs(outdir)
+            argv += ["-E", "shipper.output.file.enabled=true",
+                     "-E", "shipper.output.file.path=" + outdir]
+        for kv in overrides:
+            argv += ["-E", kv]
+        server = Server(name, argv, self.workdir)
+        server.outdir = outdir
+        return server
+
+    def load(self, target, shape, batch, events=None, rate=None, duration=None, idle=False,
+             background=False):
+        argv = [self.o.shipper_load, "--target=" + target, "--shape=" + shape,
+                "--batch=%d" % batch, "--channels=%d" % self.o.channels,
+                "--inflight=%d" % self.o.inflight, "--progress=off"]
+        if events:
+            argv.append("--events=%d" % events)
+        if rate:
+            argv.append("--rate=%.0f" % rate)
+        if duration:
+            argv.append("--duration=%gs" % duration)
+        if idle:
+            argv.append("--idle")
+        if background:
+            return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=self.o.run_timeout)
+        lines = p.stdout.decode().strip().splitlines()
+        if p.returncode != 0 or not lines:
+            raise RuntimeError("shipper_load %s failed (exit %d): %s %s" % (
+                " ".join(argv[1:]), p.returncode, p.stderr.decode().strip(),
+                lines[-1] if lines else ""))
+        return json.loads(lines[-1])
+
+    # --- benchmarks ------------------------------------------------------------------------
+
+    def throughput(self, target, shape):
+        """One run of `shape` against a fresh `target`; returns the load result plus server figures."""
+        name = "e2e/%s/%s" % (target, shape)
+        events, batch = self.o.events[shape], self.o.batch[shape]
+        server = (self.start_null(name) if target == "null"
+                  else self.start_shipper(name, output=target))
+        try:
+            cpu0 = server.cpu_sec()
+            r = self.load(server.address, shape, batch, events=events)
+            r["server_cpu_sec"] = server.cpu_sec() - cpu0
+            r["rss_mb"] = server.rss_mb()
+            if not server.alive():
+                raise RuntimeError("%s exited during the run: %s" % (name, server.log_tail()))
+        except Exception:
+            log(name, "server log:\n" + server.log_tail())
+            raise
+        finally:
+            server.stop()
+            if getattr(server, "outdir", None):
+                r_bytes = sum(os.path.getsize(os.path.join(d, f))
+                              for d, _, fs in os.walk(server.outdir) for f in fs)
+                shutil.rmtree(server.outdir, ignore_errors=True)
+                server.output_bytes = r_bytes
+        if getattr(server, "output_bytes", None) is not None:
+            r["output_bytes"] = server.output_bytes
+        return r
+
+    def run_throughput(self):
+        results = {}
+        for shape in self.o.shapes:
+            null_eps = None
+            for target in self.o.targets:
+                name = "e2e/%s/%s" % (target, shape)
+                if target != "null" and not self.o.shipper:
+                    continue
+                try:
+                    r = self.throughput(target, shape)
+                except Exception as e:  # one failed run must not hide the others
+                    self.failed = True
+                    log(name, "FAILED:", e)
+                    emit({"name": name, "error": str(e)})
+                    continue
+                eps = r["persisted_per_sec"]
+                if target == "null":
+                    null_eps = eps
+                n = max(r["events_persisted"], 1)
+                record = {
+                    "name": name,
+                    "events_per_sec": round(eps),
+                    "null_server_events_per_sec": round(null_eps) if null_eps else None,
+                    "ratio": round(eps / null_eps, 3) if null_eps else None,
+                    "p50_ms": r["p50_ms"],
+                    "p99_ms": r["p99_ms"],
+                    "shipper_cpu_sec_per_million": round(r["server_cpu_sec"] / n * 1e6, 3),
+                    "rss_mb": round(r["rss_mb"], 1),
+                    "events": r["events_persisted"],
+                    "event_bytes": r["event_bytes"],
+                    "batch": r["batch"],
+                    "channels": r["channels"],
+                    "inflight": r["inflight"],
+                    "client_cpu_sec_per_million": round(r["client_cpu_sec"] / n * 1e6, 3),
+                }
+                if r.get("partial_replies"):
+                    record["partial_replies"] = r["partial_replies"]
+                if "output_bytes" in r:
+                    record["output_bytes"] = r["output_bytes"]
+                emit(record)
+                results[(target, shape)] = record
+        return results
+
+    def run_latency(self, results):
+        shape = "filebeat"
+        base = results.get(("discard", shape)) or results.get(("null", shape))
+        if base is None:
+            log("latency_at_half_load: no maximum measured for", shape, "; skipped")
+            return
+        rate = base["events_per_sec"] / 2.0
+        batch = self.o.latency_batch
+        # The same rate against the null server: the floor the transport itself imposes.
+        reference = None
+        try:
+            server = self.start_null("latency/null")
+            try:
+                reference = self.load(server.address, shape, batch, rate=rate,
+                                      duration=self.o.latency_seconds)
+            finally:
+                server.stop()
+        except Exception as e:
+            self.failed = True
+            log("latency reference on null_server failed:", e)
+        if reference is not None:
+            emit(self.latency_record("e2e/latency_at_half_load/null", "none", (), "none", shape,
+                                     batch, rate, reference, None))
+        if not self.o.shipper:
+            return
+        for name, overrides in (("e2e/latency_at_half_load", self.o.buffered_overrides),
+                                ("e2e/latency_at_half_load/direct", self.o.direct_overrides)):
+            try:
+                server = self.start_shipper(name, "discard", overrides)
+                try:
+                    r = self.load(server.address, shape, batch, rate=rate,
+                                  duration=self.o.latency_seconds)
+                finally:
+                    server.stop()
+            except Exception as e:
+                self.failed = True
+                log(name, "FAILED:", e)
+                emit({"name": name, "error": str(e)})
+                continue
+            emit(self.latency_record(name, "direct" if name.endswith("direct") else "buffered",
+                                     overrides, "discard", shape, batch, rate, r, reference))
+
+    @staticmethod
+    def latency_record(name, loop, overrides, output, shape, batch, rate, r, reference):
+        record = {
+            "name": name,
+            "loop": loop,
+            "overrides": list(overrides),
+            "output": output,
+            "shape": shape,
+            "batch": batch,
+            "rate": round(rate),
+            "events_per_sec": round(r["persisted_per_sec"]),
+            "p50_ms": r["p50_ms"],
+            "p90_ms": r["p90_ms"],
+            "p99_ms": r["p99_ms"],
+            "max_ms": r["max_ms"],
+        }
+        if reference is not None:
+            record["null_server_p50_ms"] = reference["p50_ms"]
+            record["null_server_p99_ms"] = reference["p99_ms"]
+        return record
+
+    def run_idle(self):
+        if not self.o.shipper:
+            return
+        name = "idle_cpu"
+        try:
+            server = self.start_shipper(name, "discard" if self.o.idle_discard else None)
+        except Exception as e:
+            self.failed = True
+            emit({"name": name, "error": str(e)})
+            return
+        client = None
+        try:
+            secs = self.o.idle_seconds
+            client = self.load(server.address, "filebeat", 1, duration=secs + 3, idle=True,
+                               background=True)
+            time.sleep(2.0)  # connections up, PersistedIndex streams open, start-up work done
+            method, cpu_sec = "proc_stat_ticks", None
+            if shutil.which("perf"):
+                p = subprocess.run(["perf", "stat", "-x,", "-e", "task-clock", "-p",
+                                    str(server.proc.pid), "--", "sleep", str(secs)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                for line in p.stderr.decode().splitlines():
+                    parts = line.split(",")
+                    if len(parts) > 2 and parts[2].startswith("task-clock"):
+                        try:
+                            cpu_sec = float(parts[0]) / 1000.0
+                            method = "perf_task_clock"
+                        except ValueError:  # "<not counted>": no CPU at all
+                            cpu_sec, method = 0.0, "perf_task_clock"
+            if cpu_sec is None:
+                cpu0 = server.cpu_sec()
+                time.sleep(secs)
+                cpu_sec = server.cpu_sec() - cpu0
+            alive = server.alive()
+            emit({"name": name, "cpu_percent": round(cpu_sec / secs * 100.0, 4),
+                  "seconds": secs, "clients": self.o.channels, "method": method,
+                  "alive": alive})
+        finally:
+            if client is not None:
+                client.wait(timeout=secs + 30)
+            server.stop()
+
+    def run(self):
+        t0 = time.time()
+        try:
+            results = self.run_throughput()
+            if self.o.latency_seconds > 0:
+                self.run_latency(results)
+            if self.o.idle_seconds > 0:
+                self.run_idle()
+        finally:
+            if not self.o.keep:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            else:
+                log("logs kept in", self.workdir)
+        log("done in %.0f s" % (time.time() - t0))
+        return 1 if self.failed else 0
+
+
+def per_shape(text, cast=int):
+    out = {}
+    for item in text.split(","):
+        k, v = item.split("=")
+        out[k.strip()] = cast(v.replace("_", ""))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--shipper", default=os.environ.get("SHIPPER_BIN", ""))
+    ap.add_argument("--null_server", default=os.environ.get("NULL_SERVER_BIN", ""))
+    ap.add_argument("--shipper_load", default=os.environ.get("SHIPPER_LOAD_BIN", ""))
+    ap.add_argument("--config", default=os.environ.get("SHIPPER_CONFIG", ""),
+                    help="YAML config passed with -c (default: none, only -E overrides)")
+    ap.add_argument("--targets", default="null,discard,file")
+    ap.add_argument("--shapes", default="filebeat,tiny,large")
+    ap.add_argument("--events", default="filebeat=1_000_000,tiny=3_000_000,large=100_000",
+                    help="events per run, per shape")
+    ap.add_argument("--batch", default="filebeat=500,tiny=500,large=100",
+                    help="events per call, per shape")
+    ap.add_argument("--channels", type=int, default=2)
+    ap.add_argument("--inflight", type=int, default=2)
+    ap.add_argument("--latency_seconds", type=float, default=8)
+    ap.add_argument("--latency_batch", type=int, default=100)
+    ap.add_argument("--buffered_overrides",
+                    default="shipper.queue.mem.flush.min_events=2048,"
+                            "shipper.queue.mem.flush.timeout=5ms")
+    ap.add_argument("--direct_overrides", default="shipper.queue.mem.flush.min_events=1")
+    ap.add_argument("--idle_seconds", type=float, default=10)
+    ap.add_argument("--idle_discard", action="store_true",
+                    help="enable the discard output for idle_cpu (if the default config has none)")
+    ap.add_argument("--run_timeout", type=float, default=120, help="seconds per load run")
+    ap.add_argument("--keep", action="store_true", help="keep server logs")
+    o = ap.parse_args()
+    o.targets = [t for t in o.targets.split(",") if t]
+    o.shapes = [s for s in o.shapes.split(",") if s]
+    o.events = per_shape(o.events)
+    o.batch = per_shape(o.batch)
+    o.buffered_overrides = [kv for kv in o.buffered_overrides.split(",") if kv]
+    o.direct_overrides = [kv for kv in o.direct_overrides.split(",") if kv]
+    for flag in ("null_server", "shipper_load"):
+        path = getattr(o, flag)
+        if not path or not os.access(path, os.X_OK):
+            ap.error("--%s: no executable at %r" % (flag, path))
+    if o.shipper and not os.access(o.shipper, os.X_OK):
+        ap.error("--shipper: no executable at %r" % o.shipper)
+    if not o.shipper:
+        log("no Shipper binary: null-server figures only")
+    sys.exit(Bench(o).run())
+
+
+if __name__ == "__main__":
+    main()
