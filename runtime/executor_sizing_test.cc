@@ -5,7 +5,17 @@
 namespace shipper::runtime {
 namespace {
 
-TEST(ExecutorSizingTest, Placeholder) { EXPECT_EQ(OutputWorkers(0), 1); }
+TEST(ExecutorSizingTest, OutputWorkersFollowTheCpus) {
+  EXPECT_EQ(OutputWorkers(0), 1);
+  EXPECT_EQ(OutputWorkers(1), 1);
+  EXPECT_EQ(OutputWorkers(6), 6);
+}
+
+TEST(ExecutorSizingTest, GrpcSyncServerKeepsAPollerBesideEachWorker) {
+  EXPECT_EQ(GrpcSyncServerMaxThreads(0), 2);
+  EXPECT_EQ(GrpcSyncServerMaxThreads(1), 2);
+  EXPECT_EQ(GrpcSyncServerMaxThreads(4), 8);
+}
 
 }  // namespace
 }  // namespace shipper::runtime
