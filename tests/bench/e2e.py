@@ -5,6 +5,7 @@ For each event shape, shipper_load sends the same number of events to
   (a) null_server              -- decodes and replies at once, persisted at once: the limit,
   (b) Shipper, discard output  -- the whole pipeline, output counts and drops,
   (c) Shipper, file output     -- the whole pipeline, output writes files,
+and, for context, null_server --decode=envelope ("transport": events counted, not decoded),
 each a fresh process, and prints one JSON line per run:
 
   {"name": "e2e/<target>/<shape>", "events_per_sec": ..., "null_server_events_per_sec": ...,
@@ -116,8 +117,9 @@ class Bench:
 
     # --- processes -------------------------------------------------------------------------
 
-    def start_null(self, name):
-        return Server(name, [self.o.null_server, "--listen=127.0.0.1:0"], self.workdir)
+    def start_null(self, name, decode="full"):
+        return Server(name, [self.o.null_server, "--listen=127.0.0.1:0", "--decode=" + decode],
+                      self.workdir)
 
     def start_shipper(self, name, output, overrides=()):
         argv = [self.o.shipper]
@@ -168,8 +170,12 @@ class Bench:
         """One run of `shape` against a fresh `target`; returns the load result plus server figures."""
         name = "e2e/%s/%s" % (target, shape)
         events, batch = self.o.events[shape], self.o.batch[shape]
-        server = (self.start_null(name) if target == "null"
-                  else self.start_shipper(name, output=target))
+        if target == "null":
+            server = self.start_null(name)
+        elif target == "transport":
+            server = self.start_null(name, decode="envelope")
+        else:
+            server = self.start_shipper(name, output=target)
         try:
             cpu0 = server.cpu_sec()
             r = self.load(server.address, shape, batch, events=events)
@@ -197,7 +203,7 @@ class Bench:
             null_eps = None
             for target in self.o.targets:
                 name = "e2e/%s/%s" % (target, shape)
-                if target != "null" and not self.o.shipper:
+                if target not in ("null", "transport") and not self.o.shipper:
                     continue
                 try:
                     r = self.throughput(target, shape)
@@ -371,7 +377,9 @@ def main():
     ap.add_argument("--shipper_load", default=os.environ.get("SHIPPER_LOAD_BIN", ""))
     ap.add_argument("--config", default=os.environ.get("SHIPPER_CONFIG", ""),
                     help="YAML config passed with -c (default: none, only -E overrides)")
-    ap.add_argument("--targets", default="null,discard,file")
+    ap.add_argument("--targets", default="null,transport,discard,file",
+                    help="null: null_server (full decode, the baseline); transport: null_server "
+                         "--decode=envelope (no event decoding); discard, file: Shipper outputs")
     ap.add_argument("--shapes", default="filebeat,tiny,large")
     ap.add_argument("--events", default="filebeat=1_000_000,tiny=3_000_000,large=100_000",
                     help="events per run, per shape")

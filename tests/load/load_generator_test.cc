@@ -78,6 +78,21 @@ TEST(LoadGeneratorTest, DurationEndsTheRun) {
   EXPECT_LT(r->persist_time, absl::Seconds(2));
 }
 
+TEST(LoadGeneratorTest, EnvelopeDecodingServerCountsTheSameEvents) {
+  NullServerOptions options;
+  options.decode = NullServerOptions::Decode::kEnvelope;
+  auto server = NullServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  LoadOptions o = SmallRun((*server)->address());
+  o.shape = EventShape::kLarge;
+  o.events = 2000;
+  auto r = RunLoad(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->events_persisted, 2000u);
+  EXPECT_EQ((*server)->events(), 2000u);
+  EXPECT_EQ(r->server_uuid, (*server)->uuid());
+}
+
 TEST(LoadGeneratorTest, UnreachableTargetIsUnavailable) {
   LoadOptions o = SmallRun("127.0.0.1:1");
   o.connect_timeout = absl::Milliseconds(300);

@@ -1,6 +1,7 @@
 #include "tests/load/null_server.h"
 
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -18,7 +20,10 @@
 #include "glog/logging.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "grpcpp/support/message_allocator.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 #include "proto/producer.grpc.pb.h"
 
 namespace shipper::load {
@@ -87,35 +92,30 @@ class IndexStream final : public grpc::ServerWriteReactor<msg::PersistedIndexRep
   msg::PersistedIndexReply reply_;  // owned by the outstanding write
 };
 
-class ProducerService final : public v1::Producer::CallbackService {
+// State shared by the services and streams: the index, the uuid and the open streams.
+class ProducerService {
  public:
-  ProducerService(const NullServerOptions& options)
+  explicit ProducerService(const NullServerOptions& options)
       : options_(options), uuid_(RandomUuid()) {
-    if (options.use_arena) SetMessageAllocatorFor_PublishEvents(&allocator_);
     ticker_ = std::thread([this] { Tick(); });
   }
-  ~ProducerService() override {
+  ~ProducerService() {
     stop_.Notify();
     ticker_.join();
   }
 
-  grpc::ServerUnaryReactor* PublishEvents(grpc::CallbackServerContext* context,
-                                          const msg::PublishRequest* request,
-                                          msg::PublishReply* reply) override {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    if (!request->uuid().empty() && request->uuid() != uuid_) {
-      reactor->Finish(grpc::Status(
+  // Checks a request with `uuid` and `n` events; on success accepts them and fills *reply.
+  grpc::Status Publish(absl::string_view uuid, uint32_t n, msg::PublishReply* reply) {
+    if (!uuid.empty() && uuid != uuid_) {
+      return grpc::Status(
           grpc::StatusCode::FAILED_PRECONDITION,
-          absl::StrCat("uuid ", request->uuid(), " is not this server's (", uuid_,
-                       "): the server restarted; rewind to the last persisted event")));
-      return reactor;
+          absl::StrCat("uuid ", uuid, " is not this server's (", uuid_,
+                       "): the server restarted; rewind to the last persisted event"));
     }
-    if (request->events_size() == 0) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                   "the request has no events: send at least one"));
-      return reactor;
+    if (n == 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "the request has no events: send at least one");
     }
-    uint32_t n = static_cast<uint32_t>(request->events_size());
     if (options_.max_accept_per_call > 0 && n > options_.max_accept_per_call) {
       n = options_.max_accept_per_call;
     }
@@ -124,13 +124,17 @@ class ProducerService final : public v1::Producer::CallbackService {
     reply->set_uuid(uuid_);
     reply->set_accepted_count(n);
     reply->set_accepted_index(last);
-    reactor->Finish(grpc::Status::OK);
-    NotifyStreams();
-    return reactor;
+    return grpc::Status::OK;
   }
 
-  grpc::ServerWriteReactor<msg::PersistedIndexReply>* PersistedIndex(
-      grpc::CallbackServerContext* context, const msg::PersistedIndexRequest* request) override {
+  void NotifyStreams() {
+    // Streams unregister under streams_mu_ before they are deleted, so the pointers stay valid.
+    absl::MutexLock lock(&streams_mu_);
+    for (IndexStream* s : streams_) s->Notify();
+  }
+
+  grpc::ServerWriteReactor<msg::PersistedIndexReply>* NewStream(
+      const msg::PersistedIndexRequest* request) {
     absl::Duration interval = absl::Seconds(request->polling_interval().seconds()) +
                               absl::Nanoseconds(request->polling_interval().nanos());
     return new IndexStream(this, interval);
@@ -150,14 +154,9 @@ class ProducerService final : public v1::Producer::CallbackService {
   uint64_t persisted() const { return index_.load(std::memory_order_relaxed); }
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
   const std::string& uuid() const { return uuid_; }
+  const NullServerOptions& options() const { return options_; }
 
  private:
-  void NotifyStreams() {
-    // Streams unregister under streams_mu_ before they are deleted, so the pointers stay valid.
-    absl::MutexLock lock(&streams_mu_);
-    for (IndexStream* s : streams_) s->Notify();
-  }
-
   void Tick() {
     while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(1))) {
       if (tick_wanted_.exchange(false, std::memory_order_relaxed)) NotifyStreams();
@@ -166,7 +165,6 @@ class ProducerService final : public v1::Producer::CallbackService {
 
   const NullServerOptions options_;
   const std::string uuid_;
-  ArenaAllocator allocator_;
   std::atomic<uint64_t> index_{0};
   std::atomic<uint64_t> calls_{0};
   std::atomic<bool> tick_wanted_{false};
@@ -175,6 +173,92 @@ class ProducerService final : public v1::Producer::CallbackService {
 
   absl::Mutex streams_mu_;
   std::set<IndexStream*> streams_ ABSL_GUARDED_BY(streams_mu_);
+};
+
+// Full decoding: gRPC parses every PublishRequest, events and their Structs included.
+class DecodingService final : public v1::Producer::CallbackService {
+ public:
+  explicit DecodingService(ProducerService* core) : core_(core) {
+    if (core->options().use_arena) SetMessageAllocatorFor_PublishEvents(&allocator_);
+  }
+
+  grpc::ServerUnaryReactor* PublishEvents(grpc::CallbackServerContext* context,
+                                          const msg::PublishRequest* request,
+                                          msg::PublishReply* reply) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::Status status =
+        core_->Publish(request->uuid(), static_cast<uint32_t>(request->events_size()), reply);
+    reactor->Finish(status);
+    if (status.ok()) core_->NotifyStreams();
+    return reactor;
+  }
+
+  grpc::ServerWriteReactor<msg::PersistedIndexReply>* PersistedIndex(
+      grpc::CallbackServerContext* context, const msg::PersistedIndexRequest* request) override {
+    return core_->NewStream(request);
+  }
+
+ private:
+  ProducerService* const core_;
+  ArenaAllocator allocator_;
+};
+
+// Envelope decoding: reads the uuid and counts the events fields, skipping their bytes. What a
+// server that keeps events opaque would pay: the transport limit without protobuf decoding.
+class EnvelopeService final
+    : public v1::Producer::WithRawCallbackMethod_PublishEvents<
+          v1::Producer::WithCallbackMethod_PersistedIndex<v1::Producer::Service>> {
+ public:
+  explicit EnvelopeService(ProducerService* core) : core_(core) {}
+
+  grpc::ServerUnaryReactor* PublishEvents(grpc::CallbackServerContext* context,
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    std::string uuid;
+    uint32_t events = 0;
+    if (!ScanEnvelope(request, &uuid, &events)) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "the request is not a valid PublishRequest"));
+      return reactor;
+    }
+    msg::PublishReply reply;
+    grpc::Status status = core_->Publish(uuid, events, &reply);
+    if (status.ok()) {
+      bool own = false;
+      status = grpc::SerializationTraits<msg::PublishReply>::Serialize(reply, response, &own);
+    }
+    reactor->Finish(status);
+    if (status.ok()) core_->NotifyStreams();
+    return reactor;
+  }
+
+  grpc::ServerWriteReactor<msg::PersistedIndexReply>* PersistedIndex(
+      grpc::CallbackServerContext* context, const msg::PersistedIndexRequest* request) override {
+    return core_->NewStream(request);
+  }
+
+ private:
+  static bool ScanEnvelope(const grpc::ByteBuffer* buffer, std::string* uuid, uint32_t* events) {
+    grpc::ProtoBufferReader reader(const_cast<grpc::ByteBuffer*>(buffer));
+    google::protobuf::io::CodedInputStream in(&reader);
+    in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    while (uint32_t tag = in.ReadTag()) {
+      const int field = static_cast<int>(tag >> 3);
+      if (field == msg::PublishRequest::kUuidFieldNumber && (tag & 7) == 2) {
+        if (!google::protobuf::internal::WireFormatLite::ReadString(&in, uuid)) return false;
+      } else if (field == msg::PublishRequest::kEventsFieldNumber && (tag & 7) == 2) {
+        uint32_t length;
+        if (!in.ReadVarint32(&length) || !in.Skip(static_cast<int>(length))) return false;
+        ++*events;
+      } else if (!google::protobuf::internal::WireFormatLite::SkipField(&in, tag)) {
+        return false;
+      }
+    }
+    return in.ConsumedEntireMessage();
+  }
+
+  ProducerService* const core_;
 };
 
 IndexStream::IndexStream(ProducerService* service, absl::Duration interval)
@@ -262,7 +346,13 @@ void IndexStream::OnDone() {
 
 class NullServerImpl final : public NullServer {
  public:
-  explicit NullServerImpl(const NullServerOptions& options) : service_(options) {}
+  explicit NullServerImpl(const NullServerOptions& options) : service_(options) {
+    if (options.decode == NullServerOptions::Decode::kEnvelope) {
+      grpc_service_ = std::make_unique<EnvelopeService>(&service_);
+    } else {
+      grpc_service_ = std::make_unique<DecodingService>(&service_);
+    }
+  }
   ~NullServerImpl() override { Shutdown(); }
 
   absl::Status Start(const std::string& listen_address) {
@@ -275,7 +365,7 @@ class NullServerImpl final : public NullServer {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &port);
     builder.SetMaxReceiveMessageSize(64 << 20);
-    builder.RegisterService(&service_);
+    builder.RegisterService(grpc_service_.get());
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || port == 0) {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", listen_address));
@@ -298,6 +388,7 @@ class NullServerImpl final : public NullServer {
 
  private:
   ProducerService service_;
+  std::unique_ptr<grpc::Service> grpc_service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
 };

@@ -25,6 +25,10 @@ struct NullServerOptions {
   uint32_t max_accept_per_call = 0;
   // Parse requests into a per-call arena (what a tuned server would do).
   bool use_arena = true;
+  // kFull parses every event (the transport-and-decoding limit, the benchmarks' baseline);
+  // kEnvelope only reads the uuid and counts events (the transport limit alone).
+  enum class Decode { kFull, kEnvelope };
+  Decode decode = Decode::kFull;
 };
 
 class NullServer {

@@ -17,6 +17,8 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:0", "HOST:PORT to serve on; port 0 pic
 ABSL_FLAG(uint32_t, max_accept_per_call, 0,
           "accept at most this many events per call (0: all), to exercise partial acceptance");
 ABSL_FLAG(bool, arena, true, "parse each request into an arena");
+ABSL_FLAG(std::string, decode, "full",
+          "full: parse every event (the baseline); envelope: read the uuid and count events only");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("A Producer server that accepts and persists everything at once.");
@@ -33,6 +35,13 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.max_accept_per_call = absl::GetFlag(FLAGS_max_accept_per_call);
   options.use_arena = absl::GetFlag(FLAGS_arena);
+  const std::string decode = absl::GetFlag(FLAGS_decode);
+  if (decode == "envelope") {
+    options.decode = shipper::load::NullServerOptions::Decode::kEnvelope;
+  } else if (decode != "full") {
+    std::cerr << "null_server: --decode must be full or envelope, not " << decode << "\n";
+    return 1;
+  }
   auto server = shipper::load::NullServer::Start(options);
   if (!server.ok()) {
     std::cerr << "null_server: " << server.status() << "\n";
