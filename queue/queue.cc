@@ -127,13 +127,13 @@ class QueueImpl final : public Queue {
   Slot& slot(uint64_t index) const { return slots_[index & mask_]; }
 
   // Moves the longest prefix of `events` that fits into free slots; returns how many.
-  size_t Accept(ProducerState* producer, absl::Span<Event> events)
+  size_t Accept(ProducerState* producer, absl::Span<Event> events, internal::Wakeups* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a Get for up to `max_events` should return now (the flush policy).
   bool ReadyToFlush(size_t max_events) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls ACK callbacks and frees the slots of done events until none are left.
   // REQUIRES: no thread is acking (acking_ is false).
-  void AckPersisted() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AckPersisted(internal::Wakeups* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Acknowledges and destroys the events in [from, to]; returns their bytes.
   // REQUIRES: the calling thread owns those slots (it set acking_).
   size_t AckRange(uint64_t from, uint64_t to);
@@ -217,7 +217,8 @@ std::unique_ptr<Producer> QueueImpl::NewProducer(AckCallback on_ack) {
   return std::make_unique<ProducerImpl>(this, new ProducerState(std::move(on_ack)));
 }
 
-size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events) {
+size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
+                         internal::Wakeups* wake) {
   const size_t room = options_.max_events - held();
   const size_t max_bytes = options_.max_bytes;
   size_t n = 0;
@@ -241,7 +242,7 @@ size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events) {
   // timer, reaching flush_min_events ends the wait. Get passes any rest on to the next consumer.
   const size_t threshold = options_.flush_min_events;
   if (unread_before == 0 || (unread_before < threshold && unread() >= threshold)) {
-    consumers_.NotifyOne();
+    consumers_.NotifyOne(wake);
   }
   return n;
 }
@@ -249,6 +250,7 @@ size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events) {
 PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> events,
                                  absl::Time deadline) {
   PublishResult result;
+  internal::Wakeups wake;
   internal::MutexLock lock(&mu_);
   internal::Waiter waiter(&producers_, wait_options_);
   bool blocked = false;
@@ -261,7 +263,7 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
       result.status = absl::UnavailableError("queue closed");
       break;
     }
-    const size_t accepted = Accept(producer, events.subspan(result.accepted));
+    const size_t accepted = Accept(producer, events.subspan(result.accepted), &wake);
     if (accepted > 0) {
       result.accepted += accepted;
       result.last_index = published_;
@@ -279,7 +281,7 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
       // A buffered Get flushes early for blocked producers (see ReadyToFlush).
       blocked = true;
       ++blocked_producers_;
-      if (unread() > 0) consumers_.NotifyOne();
+      if (unread() > 0) consumers_.NotifyOne(&wake);
     }
     waiter.Wait(&mu_, deadline);
   }
@@ -304,6 +306,7 @@ bool QueueImpl::ReadyToFlush(size_t max_events) const {
 
 Batch QueueImpl::Get(size_t max_events, absl::Time deadline) {
   if (max_events == 0) return Batch();
+  internal::Wakeups wake;
   internal::MutexLock lock(&mu_);
   internal::Waiter waiter(&consumers_, wait_options_);
   while (!ReadyToFlush(max_events)) {
@@ -316,12 +319,13 @@ Batch QueueImpl::Get(size_t max_events, absl::Time deadline) {
   const size_t n = std::min(max_events, unread());
   const uint64_t first = read_ + 1;
   read_ += n;
-  if (unread() > 0) consumers_.NotifyOne();
+  if (unread() > 0) consumers_.NotifyOne(&wake);
   return MakeBatch(this, first, n);
 }
 
 void QueueImpl::Done(uint64_t first_index, size_t size) {
   const uint64_t last = first_index + size - 1;
+  internal::Wakeups wake;
   internal::MutexLock lock(&mu_);
   if (first_index != persisted_ + 1) {
     done_early_.push({first_index, last});
@@ -333,20 +337,22 @@ void QueueImpl::Done(uint64_t first_index, size_t size) {
     done_early_.pop();
   }
   progress_.NotifyAll();
-  if (!acking_) AckPersisted();
+  if (!acking_) AckPersisted(&wake);
 }
 
-void QueueImpl::AckPersisted() {
+void QueueImpl::AckPersisted(internal::Wakeups* wake) {
   acking_ = true;
   while (freed_ < persisted_) {
     const uint64_t from = freed_ + 1;
     const uint64_t to = persisted_;
     mu_.Unlock();
+    wake->Send();
     const size_t bytes = AckRange(from, to);
     mu_.Lock();
     freed_ = to;
     bytes_ -= bytes;
-    producers_.NotifyAll();
+    producers_.NotifyAll(wake);
+    // Under the mutex: once Drain sees the last free, the queue may be destroyed.
     progress_.NotifyAll();
   }
   acking_ = false;

@@ -26,29 +26,68 @@
 
 namespace shipper::queue::internal {
 
+// Signals decided under the mutex and sent once it is released, so that the woken thread does
+// not run into the mutex its waker still holds. Declare it before the lock it outlives.
+class Wakeups {
+ public:
+  Wakeups() = default;
+  Wakeups(const Wakeups&) = delete;
+  Wakeups& operator=(const Wakeups&) = delete;
+  ~Wakeups() { Send(); }
+
+  // REQUIRES: the mutex is not held.
+  void Send() {
+    for (int i = 0; i < size_; ++i) all_[i] ? cvs_[i]->SignalAll() : cvs_[i]->Signal();
+    size_ = 0;
+  }
+
+ private:
+  friend class WaitChannel;
+  void Add(CondVar* cv, bool all) {
+    for (int i = 0; i < size_; ++i) {
+      if (cvs_[i] == cv) {
+        all_[i] = all_[i] || all;
+        return;
+      }
+    }
+    if (size_ == kMax) Send();  // cannot happen with the queue's three channels
+    cvs_[size_] = cv;
+    all_[size_++] = all;
+  }
+
+  static constexpr int kMax = 4;
+  CondVar* cvs_[kMax];
+  bool all_[kMax];
+  int size_ = 0;
+};
+
 class WaitChannel {
  public:
   WaitChannel() = default;
   WaitChannel(const WaitChannel&) = delete;
   WaitChannel& operator=(const WaitChannel&) = delete;
 
-  // Wakes one waiter. Costs a syscall only when a thread is asleep on the channel.
-  void NotifyOne() {
-    Touch();
-    if (sleepers_ > 0) cv_.Signal();
-  }
-  void NotifyAll() {
-    Touch();
-    if (sleepers_ > 0) cv_.SignalAll();
-  }
+  // Wakes one waiter (all waiters). Costs a syscall only when a thread is asleep on the channel;
+  // with `later` the syscall happens when `later` is sent, after the mutex is released.
+  void NotifyOne(Wakeups* later = nullptr) { Notify(later, false); }
+  void NotifyAll(Wakeups* later = nullptr) { Notify(later, true); }
+
   int sleepers() const { return sleepers_; }
 
  private:
   friend class Waiter;
 
-  // Spinning waiters watch `epoch_` without the mutex. Notifiers hold the mutex, so a plain
-  // load and store (no read-modify-write) is enough.
-  void Touch() { epoch_.store(epoch_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  void Notify(Wakeups* later, bool all) {
+    // Spinning waiters watch `epoch_` without the mutex. Notifiers hold the mutex, so a plain
+    // load and store (no read-modify-write) is enough.
+    epoch_.store(epoch_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    if (sleepers_ == 0) return;
+    if (later != nullptr) {
+      later->Add(&cv_, all);
+    } else {
+      all ? cv_.SignalAll() : cv_.Signal();
+    }
+  }
 
   CondVar cv_;
   int sleepers_ = 0;  // threads blocked in cv_
