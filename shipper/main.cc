@@ -1,0 +1,130 @@
+// shipper: receives events from agents over gRPC and ships them to one output.
+// Thin by design: flags and signals here, everything else in Shipper (shipper.h).
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "runtime/cpu_quota.h"
+#include "runtime/signals.h"
+#include "shipper/config.h"
+#include "shipper/shipper.h"
+#include "shipper/version.h"
+
+ABSL_FLAG(std::string, c, "",
+          "YAML config file; without it, built-in defaults (listen on 127.0.0.1:50051, file "
+          "output into ./data/shipper.ndjson)");
+ABSL_FLAG(bool, check_config, false, "validate the configuration, print it, and exit");
+ABSL_FLAG(int, cpus, 0,
+          "use this many CPUs for thread pools instead of the detected container CPU quota "
+          "(also SHIPPER_CPUS); turns re-tuning off");
+
+namespace {
+
+constexpr char kUsage[] = R"(ships events that agents publish over gRPC to one output.
+
+Usage: shipper [-c FILE] [-E key=value ...] [--cpus=N] [--check_config]
+
+  -E key=value   override a config key (repeatable; the value is read as YAML)
+
+Config keys (defaults shown):
+)";
+
+// -E may repeat, which Abseil flags cannot express: take every "-E k=v" / "-E=k=v" out of argv.
+std::vector<std::string> TakeOverrides(int* argc, char** argv) {
+  std::vector<std::string> overrides;
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    absl::string_view arg = argv[i];
+    if ((arg == "-E" || arg == "--E") && i + 1 < *argc) {
+      overrides.push_back(argv[++i]);
+    } else if (absl::StartsWith(arg, "-E=") || absl::StartsWith(arg, "--E=")) {
+      overrides.emplace_back(arg.substr(arg.find('=') + 1));
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  return overrides;
+}
+
+std::string Destination(const shipper::Config& config) {
+  switch (config.output) {
+    case shipper::OutputKind::kFile:
+      return absl::StrCat("file ", config.file.path, "/", config.file.filename);
+    case shipper::OutputKind::kConsole:
+      return "console (stdout)";
+    case shipper::OutputKind::kDiscard:
+      return "discard (events are counted and dropped)";
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  shipper::runtime::BlockTerminationSignals();
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+
+  absl::SetProgramUsageMessage(absl::StrCat(kUsage, shipper::ConfigKeysHelp()));
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "shipper/main.cc");
+  };
+  usage.version_string = [] { return absl::StrCat("shipper ", shipper::kVersion, "\n"); };
+  absl::SetFlagsUsageConfig(usage);
+  std::vector<std::string> overrides = TakeOverrides(&argc, argv);
+  absl::ParseCommandLine(argc, argv);
+
+  absl::StatusOr<shipper::Config> config = shipper::LoadConfig(absl::GetFlag(FLAGS_c), overrides);
+  if (!config.ok()) {
+    std::cerr << "shipper: " << config.status().message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<int> env_cpus = shipper::runtime::OverrideFromEnv();
+  if (!env_cpus.ok()) {
+    std::cerr << "shipper: " << env_cpus.status().message() << "\n";
+    return 2;
+  }
+  config->cpu.override_cpus = absl::GetFlag(FLAGS_cpus) > 0 ? absl::GetFlag(FLAGS_cpus) : *env_cpus;
+  if (absl::GetFlag(FLAGS_check_config)) {
+    std::cout << "config OK: listen on " << config->server_address << ", output "
+              << Destination(*config) << "\n";
+    return 0;
+  }
+
+  absl::StatusOr<std::unique_ptr<shipper::Shipper>> shipper = shipper::Shipper::Start(*config);
+  if (!shipper.ok()) {
+    LOG(ERROR) << shipper.status().message();
+    return 1;
+  }
+  LOG(INFO) << "Shipper " << shipper::kVersion << " listening on " << (*shipper)->address()
+            << " (uuid " << (*shipper)->uuid() << "), events go to " << Destination(*config);
+
+  int signal = shipper::runtime::WaitForTerminationSignal();
+  LOG(INFO) << strsignal(signal) << ": draining for up to " << config->shutdown_timeout
+            << " (a second signal exits at once)";
+  std::thread([] {
+    int again = shipper::runtime::WaitForTerminationSignal();
+    LOG(WARNING) << strsignal(again) << " again: exiting without draining; clients resend "
+                 << "what was not reported persisted";
+    google::FlushLogFiles(google::GLOG_INFO);
+    _exit(1);
+  }).detach();
+  shipper::Shipper::StopReport report = (*shipper)->Stop();
+  LOG(INFO) << "stopped: " << report.delivered << " events delivered, " << report.left
+            << " left undelivered (never reported persisted; clients resend them)";
+  return 0;
+}

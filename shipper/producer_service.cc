@@ -1,0 +1,287 @@
+#include "shipper/producer_service.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+#include "google/protobuf/arena.h"
+
+namespace shipper {
+
+namespace pb = elastic::agent::shipper::v1::messages;
+
+namespace {
+
+// Longest a publish waits for room when nothing of it fits: the client resends what was not
+// accepted, so holding a gRPC thread longer only delays that.
+constexpr absl::Duration kMaxPublishWait = absl::Milliseconds(500);
+
+}  // namespace
+
+// A request and its reply on one arena, alive until gRPC is done with the call and the queue has
+// released every event that points into it.
+class PublishHolder final : public grpc::MessageHolder<pb::PublishRequest, pb::PublishReply>,
+                            public queue::EventOwner {
+ public:
+  PublishHolder() : arena_(ArenaOptions()) {
+    set_request(google::protobuf::Arena::CreateMessage<pb::PublishRequest>(&arena_));
+    set_response(google::protobuf::Arena::CreateMessage<pb::PublishReply>(&arena_));
+  }
+
+  // Both gRPC (once, when the call ends) and the queue (once per event) release the holder.
+  void Release() override {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+  void AddRefs(int64_t n) { refs_.fetch_add(n, std::memory_order_relaxed); }
+  // Memory the decoded request holds: what the queue's byte limit counts.
+  size_t bytes() const { return arena_.SpaceUsed(); }
+
+ private:
+  static google::protobuf::ArenaOptions ArenaOptions() {
+    google::protobuf::ArenaOptions options;
+    options.start_block_size = 4096;
+    options.max_block_size = 256 << 10;
+    return options;
+  }
+
+  google::protobuf::Arena arena_;
+  std::atomic<int64_t> refs_{1};
+};
+
+class ProducerService::RequestAllocator final
+    : public grpc::MessageAllocator<pb::PublishRequest, pb::PublishReply> {
+ public:
+  grpc::MessageHolder<pb::PublishRequest, pb::PublishReply>* AllocateMessages() override {
+    return new PublishHolder();
+  }
+};
+
+// One PersistedIndex call. Its state is guarded by the service's mu_; every transition goes
+// through Next(), and the gRPC call it decides on is made after mu_ is released.
+class ProducerService::IndexStream final
+    : public grpc::ServerWriteReactor<pb::PersistedIndexReply> {
+ public:
+  enum class Action { kNone, kWrite, kWriteAndFinish, kFinish };
+
+  // A zero interval asks for one reply.
+  IndexStream(ProducerService* service, absl::Duration interval)
+      : service_(service), interval_(interval) {
+    reply_.set_uuid(service->uuid_);
+  }
+
+  // Decides what to send now; lowers *wake to when it next wants to be asked.
+  Action Next(absl::Time now, absl::Time* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(service_->mu_) {
+    if (writing_ || finished_) return Action::kNone;
+    const uint64_t persisted = service_->persisted_;
+    if (cancelled_) {
+      finished_ = true;
+      return Action::kFinish;
+    }
+    if (interval_ <= absl::ZeroDuration() || service_->ending_) {
+      finished_ = true;
+      if (sent_ == persisted) return Action::kFinish;
+      reply_.set_persisted_index(persisted);
+      return Action::kWriteAndFinish;
+    }
+    if (sent_ == persisted) return Action::kNone;
+    if (now < next_) {
+      *wake = std::min(*wake, next_);
+      return Action::kNone;
+    }
+    reply_.set_persisted_index(persisted);
+    sent_ = persisted;
+    next_ = now + interval_;
+    writing_ = true;
+    return Action::kWrite;
+  }
+
+  // REQUIRES: mu_ not held; `action` came from Next().
+  void Act(Action action) {
+    switch (action) {
+      case Action::kNone:
+        break;
+      case Action::kWrite:
+        StartWrite(&reply_);
+        break;
+      case Action::kWriteAndFinish:
+        StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);
+        break;
+      case Action::kFinish:
+        Finish(cancelled_ ? grpc::Status::CANCELLED : grpc::Status::OK);
+        break;
+    }
+  }
+
+  void OnWriteDone(bool ok) override { Advance([&] { writing_ = false, cancelled_ |= !ok; }); }
+  void OnCancel() override { Advance([&] { cancelled_ = true; }); }
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&service_->mu_);
+      auto& streams = service_->streams_;
+      streams.erase(std::remove(streams.begin(), streams.end(), this), streams.end());
+    }
+    delete this;
+  }
+
+ private:
+  // Applies `change` to the state under mu_, then acts on it.
+  template <typename Change>
+  void Advance(Change change) {
+    Action action;
+    {
+      absl::MutexLock lock(&service_->mu_);
+      change();
+      absl::Time wake = absl::InfiniteFuture();
+      action = Next(absl::Now(), &wake);
+      // A stream that must wait for its interval is the broadcaster's to wake.
+      if (wake != absl::InfiniteFuture()) service_->dirty_ = true;
+    }
+    Act(action);
+  }
+
+  ProducerService* const service_;
+  const absl::Duration interval_;
+  pb::PersistedIndexReply reply_;  // written only while no write is in flight
+
+  static constexpr uint64_t kNeverSent = ~uint64_t{0};
+  uint64_t sent_ ABSL_GUARDED_BY(service_->mu_) = kNeverSent;
+  absl::Time next_ ABSL_GUARDED_BY(service_->mu_) = absl::InfinitePast();
+  bool writing_ ABSL_GUARDED_BY(service_->mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(service_->mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(service_->mu_) = false;
+};
+
+ProducerService::ProducerService(queue::Queue* queue, std::string uuid)
+    : queue_(queue), uuid_(std::move(uuid)), allocator_(std::make_unique<RequestAllocator>()) {
+  SetMessageAllocatorFor_PublishEvents(allocator_.get());
+  producer_ = queue_->NewProducer([this](uint64_t) { OnPersisted(); });
+  broadcaster_ = std::thread([this] { BroadcastLoop(); });
+}
+
+ProducerService::~ProducerService() {
+  EndStreams();
+  producer_.reset();
+}
+
+void ProducerService::StopAccepting() {
+  accepting_.store(false);
+  producer_->Cancel();
+}
+
+void ProducerService::OnPersisted() {
+  absl::MutexLock lock(&mu_);
+  persisted_ = queue_->persisted_index();
+  dirty_ = true;
+}
+
+void ProducerService::BroadcastLoop() {
+  absl::Time wake = absl::InfiniteFuture();
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    mu_.AwaitWithDeadline(absl::Condition(&dirty_), wake);
+    if (ending_) return;
+    dirty_ = false;
+    wake = absl::InfiniteFuture();
+    std::vector<std::pair<IndexStream*, IndexStream::Action>> actions;
+    const absl::Time now = absl::Now();
+    for (IndexStream* stream : streams_) {
+      IndexStream::Action action = stream->Next(now, &wake);
+      if (action != IndexStream::Action::kNone) actions.emplace_back(stream, action);
+    }
+    mu_.Unlock();
+    for (auto& [stream, action] : actions) stream->Act(action);
+    mu_.Lock();
+  }
+}
+
+void ProducerService::EndStreams() {
+  std::vector<std::pair<IndexStream*, IndexStream::Action>> actions;
+  {
+    absl::MutexLock lock(&mu_);
+    if (ending_) return;
+    ending_ = true;
+    dirty_ = true;
+    persisted_ = queue_->persisted_index();
+    absl::Time unused = absl::InfiniteFuture();
+    for (IndexStream* stream : streams_) {
+      IndexStream::Action action = stream->Next(absl::Now(), &unused);
+      if (action != IndexStream::Action::kNone) actions.emplace_back(stream, action);
+    }
+  }
+  for (auto& [stream, action] : actions) stream->Act(action);
+  broadcaster_.join();
+}
+
+grpc::ServerUnaryReactor* ProducerService::PublishEvents(grpc::CallbackServerContext* context,
+                                                         const pb::PublishRequest* request,
+                                                         pb::PublishReply* reply) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!request->uuid().empty() && request->uuid() != uuid_) {
+    reactor->Finish(grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("request uuid '", request->uuid(), "' is not this shipper's uuid '", uuid_,
+                     "': the shipper restarted; rewind to your last persisted index and "
+                     "resend with the new uuid")));
+    return reactor;
+  }
+  const int n = request->events_size();
+  if (n == 0) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "request has no events: send at least one"));
+    return reactor;
+  }
+  if (!accepting_.load(std::memory_order_relaxed)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "shipper is shutting down; resend to its successor"));
+    return reactor;
+  }
+
+  auto* holder = static_cast<PublishHolder*>(context->GetRpcAllocatorState());
+  const uint32_t bytes_per_event =
+      static_cast<uint32_t>(std::max<size_t>(1, holder->bytes() / static_cast<size_t>(n)));
+  absl::InlinedVector<queue::Event, 64> events;
+  events.reserve(n);
+  holder->AddRefs(n);
+  for (const pb::Event& event : request->events()) {
+    events.emplace_back(&event, bytes_per_event, holder);
+  }
+  queue::PublishResult result = producer_->TryPublish(absl::MakeSpan(events));
+  if (result.accepted == 0 && absl::IsResourceExhausted(result.status)) {
+    absl::Time deadline =
+        std::min(absl::FromChrono(context->deadline()), absl::Now() + kMaxPublishWait);
+    result = producer_->Publish(absl::MakeSpan(events), deadline);
+  }
+  if (result.accepted == 0 && !accepting_.load(std::memory_order_relaxed)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "shipper is shutting down; resend to its successor"));
+    return reactor;
+  }
+  reply->set_uuid(uuid_);
+  reply->set_accepted_count(static_cast<uint32_t>(result.accepted));
+  reply->set_accepted_index(result.last_index);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<pb::PersistedIndexReply>* ProducerService::PersistedIndex(
+    grpc::CallbackServerContext* context, const pb::PersistedIndexRequest* request) {
+  const auto& interval = request->polling_interval();
+  auto* stream = new IndexStream(
+      this, absl::Seconds(interval.seconds()) + absl::Nanoseconds(interval.nanos()));
+  IndexStream::Action action;
+  {
+    absl::MutexLock lock(&mu_);
+    streams_.push_back(stream);
+    persisted_ = queue_->persisted_index();
+    absl::Time wake = absl::InfiniteFuture();
+    action = stream->Next(absl::Now(), &wake);
+  }
+  stream->Act(action);
+  return stream;
+}
+
+}  // namespace shipper

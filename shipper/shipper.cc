@@ -1,0 +1,161 @@
+#include "shipper/shipper.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/grpcpp.h"
+#include "queue/queue.h"
+#include "runtime/cpu_monitor.h"
+#include "runtime/worker_pool.h"
+#include "shipper/output/output.h"
+#include "shipper/producer_service.h"
+
+namespace shipper {
+namespace {
+
+// How long an idle output worker blocks in Get() before it checks whether its pool shrank.
+constexpr absl::Duration kWorkerPoll = absl::Milliseconds(500);
+constexpr absl::Duration kBackoffInit = absl::Milliseconds(100);
+constexpr absl::Duration kBackoffMax = absl::Seconds(10);
+
+std::string NewUuid() {
+  absl::BitGen gen;
+  uint64_t hi = absl::Uniform<uint64_t>(gen), lo = absl::Uniform<uint64_t>(gen);
+  hi = (hi & ~uint64_t{0xF000}) | 0x4000;                      // version 4
+  lo = (lo & ~(uint64_t{0xC} << 60)) | (uint64_t{0x8} << 60);  // RFC 4122 variant
+  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", hi >> 32, (hi >> 16) & 0xFFFF,
+                         hi & 0xFFFF, lo >> 48, lo & 0xFFFFFFFFFFFF);
+}
+
+class ShipperImpl final : public Shipper {
+ public:
+  explicit ShipperImpl(const Config& config)
+      : config_(config), uuid_(NewUuid()), grpc_quota_("shipper") {}
+
+  ~ShipperImpl() override { Stop(); }
+
+  absl::Status Init() {
+    absl::StatusOr<std::unique_ptr<queue::Queue>> queue = queue::Queue::Create(config_.queue);
+    if (!queue.ok()) return queue.status();
+    queue_ = *std::move(queue);
+    absl::StatusOr<std::unique_ptr<Output>> output = NewOutput(config_);
+    if (!output.ok()) return output.status();
+    output_ = *std::move(output);
+
+    runtime::CpuQuotaOptions cpu_options;
+    cpu_options.rounding = config_.cpu.rounding;
+    cpu_options.override_cpus = config_.cpu.override_cpus;
+    cpu_ = std::make_unique<runtime::CpuMonitor>(cpu_options, config_.cpu.retune_interval);
+    const int cpus = cpu_->effective_cpus();
+    grpc_quota_.SetMaxThreads(GrpcThreads(cpus));
+    workers_ = std::make_unique<runtime::WorkerPool>(
+        "output", cpus, [this](const runtime::WorkerPool::Worker& self) { DeliverLoop(self); });
+    cpu_->AddListener([this](int, int now) {
+      grpc_quota_.SetMaxThreads(GrpcThreads(now));
+      workers_->Resize(now);
+    });
+
+    service_ = std::make_unique<ProducerService>(queue_.get(), uuid_);
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    grpc::ServerBuilder builder;
+    builder.SetResourceQuota(grpc_quota_);
+    int port = 0;
+    builder.AddListeningPort(config_.server_address, grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot listen on '", config_.server_address,
+          "' (address in use or not host:port / unix:///path): change shipper.server.server"));
+    }
+    address_ = config_.server_address;
+    if (!absl::StartsWith(address_, "unix:")) {
+      address_ = absl::StrCat(address_.substr(0, address_.rfind(':')), ":", port);
+    }
+    return absl::OkStatus();
+  }
+
+  const std::string& address() const override { return address_; }
+  const std::string& uuid() const override { return uuid_; }
+
+  StopReport Stop() override {
+    absl::MutexLock lock(&stop_mu_);
+    if (stopped_) return report_;
+    stopped_ = true;
+    if (server_ == nullptr) return report_;  // Init failed before serving
+    server_->GetHealthCheckService()->SetServingStatus(false);
+    service_->StopAccepting();
+    queue_->Close();
+    report_.left = queue_->Drain(absl::Now() + config_.shutdown_timeout);
+    report_.delivered = queue_->persisted_index();
+    give_up_.Notify();
+    workers_->Stop();
+    service_->EndStreams();
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+    server_->Wait();
+    return report_;
+  }
+
+ private:
+  // gRPC's server threads; see runtime/executor_sizing.h for what stays outside this bound.
+  static int GrpcThreads(int cpus) { return std::max(2, 2 * cpus); }
+
+  // One output worker: takes batches and marks them done once the output confirms them,
+  // retrying failures with exponential backoff until Stop() gives up.
+  void DeliverLoop(const runtime::WorkerPool::Worker& self) {
+    while (!self.stopping()) {
+      queue::Batch batch = queue_->Get(config_.bulk_max_size, absl::Now() + kWorkerPoll);
+      if (batch.empty()) continue;
+      absl::Duration backoff = kBackoffInit;
+      for (absl::Status status = output_->Write(batch); !status.ok();
+           status = output_->Write(batch)) {
+        LOG(WARNING) << "output failed, retrying " << batch.size() << " events in "
+                     << backoff << ": " << status;
+        if (give_up_.WaitForNotificationWithTimeout(backoff)) {
+          batch.Abandon();
+          return;
+        }
+        backoff = std::min(2 * backoff, kBackoffMax);
+      }
+      batch.Done();
+    }
+  }
+
+  const Config config_;
+  const std::string uuid_;
+  std::string address_;
+  grpc::ResourceQuota grpc_quota_;
+  std::unique_ptr<queue::Queue> queue_;
+  std::unique_ptr<Output> output_;
+  std::unique_ptr<runtime::WorkerPool> workers_;
+  std::unique_ptr<runtime::CpuMonitor> cpu_;  // after workers_: its listener resizes them
+  std::unique_ptr<ProducerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  absl::Notification give_up_;  // the drain deadline passed: abandon failing batches
+
+  absl::Mutex stop_mu_;
+  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
+  StopReport report_ ABSL_GUARDED_BY(stop_mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Shipper>> Shipper::Start(const Config& config) {
+  auto shipper = std::make_unique<ShipperImpl>(config);
+  absl::Status status = shipper->Init();
+  if (!status.ok()) return status;
+  return shipper;
+}
+
+}  // namespace shipper
