@@ -33,7 +33,8 @@ namespace shipper::runtime {
 // removes. With floor, our busy threads stay below the quota and the fraction left over absorbs
 // gRPC's own threads, the monitor and logging. The cost is at most one CPU's worth of unused
 // quota when the quota is fractional, and the minimum of 1 keeps a 0.5-CPU sidecar working
-// (it is throttled half the time whatever we do). automaxprocs makes the same choice.
+// (it is throttled half the time whatever we do). automaxprocs makes the same choice (floor,
+// minimum 1); the JDK rounds up (ceilf(quota / period)), which suits its many mostly-idle threads.
 // kCeil suits deployments whose workers mostly wait on I/O (slow remote outputs), where an extra
 // thread overlaps waiting rather than competing for CPU.
 enum class Rounding { kFloor, kCeil };

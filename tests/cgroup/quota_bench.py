@@ -18,7 +18,9 @@ Modes alternate within each repetition so drift hits both alike; each figure is 
    "tuned_nr_throttled": ..., "untuned_nr_throttled": ..., ...}
 
 events_per_sec is shipper_load's persisted_per_sec; p99_ms its publish→persisted p99;
-nr_throttled the cgroup's throttled periods during the run (fresh cgroup per run).
+nr_throttled the cgroup's throttled periods during the run (fresh cgroup per run);
+runnable_threads the mean number of Shipper's threads in state R, sampled every 10 ms (the
+per-name breakdown goes to stderr: it shows which of them are gRPC's own).
 Needs root and a writable cpu controller; otherwise prints why and exits 0.
 
   tests/cgroup/quota_bench.py --shipper=.../shipper/shipper --shipper_load=.../tests/load/shipper_load
@@ -33,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -67,6 +70,46 @@ def threads_by_name(pid):
     return names
 
 
+class RunnableSampler:
+    """Samples, every 10 ms, how many of a process's threads are runnable (state R), by name."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.samples = 0
+        self.total = 0
+        self.by_name = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        task_dir = f"/proc/{self.pid}/task"
+        while not self._stop.wait(0.01):
+            runnable = 0
+            try:
+                tids = os.listdir(task_dir)
+            except OSError:
+                return
+            for tid in tids:
+                try:
+                    with open(f"{task_dir}/{tid}/stat") as f:
+                        stat = f.read()
+                except OSError:
+                    continue
+                name = stat[stat.index("(") + 1:stat.rindex(")")]
+                if stat[stat.rindex(")") + 2] == "R":
+                    runnable += 1
+                    self.by_name[name] = self.by_name.get(name, 0) + 1
+            self.samples += 1
+            self.total += runnable
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        n = max(1, self.samples)
+        return self.total / n, {k: round(v / n, 2) for k, v in sorted(self.by_name.items())}
+
+
 def run_once(args, version, parent, quota, mode, workdir):
     cgroup = cg.Cgroup(version, parent)
     log_path = os.path.join(workdir, f"shipper_{quota}_{mode}.log")
@@ -96,12 +139,14 @@ def run_once(args, version, parent, quota, mode, workdir):
         if address is None:
             raise RuntimeError(f"shipper did not start: {open(log_path).read()[-2000:]}")
         before = cpu_stat(cgroup)
+        sampler = RunnableSampler(proc.pid)
         load = subprocess.run(
             [args.shipper_load, f"--target={address}", f"--duration={args.duration}s",
              f"--channels={args.channels}", f"--inflight={args.inflight}",
              f"--batch={args.batch}", "--progress=off", f"--shape={args.shape}"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=args.duration + 120)
         after = cpu_stat(cgroup)
+        runnable, runnable_by_name = sampler.stop()
         threads = threads_by_name(proc.pid)
         if load.returncode != 0:
             raise RuntimeError(f"shipper_load failed ({load.returncode}): {load.stderr.decode()[-2000:]}")
@@ -113,12 +158,14 @@ def run_once(args, version, parent, quota, mode, workdir):
             "nr_throttled": after["nr_throttled"] - before["nr_throttled"],
             "nr_periods": after["nr_periods"] - before["nr_periods"],
             "throttled_ms": (after.get("throttled_time", 0) - before.get("throttled_time", 0)) / 1e6,
+            "runnable": runnable,
+            "runnable_by_name": runnable_by_name,
             "quota_line": quota_line,
             "threads": threads,
         }
         log(f"{quota} CPU {mode}: {record['events_per_sec']:.0f} ev/s p99 {record['p99_ms']:.1f} ms "
-            f"throttled {record['nr_throttled']}/{record['nr_periods']} periods; {quota_line}; "
-            f"threads {threads}")
+            f"throttled {record['nr_throttled']}/{record['nr_periods']} periods; runnable "
+            f"{runnable:.2f} {runnable_by_name}; {quota_line}; threads {threads}")
         return record
     finally:
         if proc is not None and proc.poll() is None:
@@ -184,6 +231,8 @@ def main():
                 "tuned_throttled_ms": round(median("tuned", "throttled_ms")),
                 "untuned_throttled_ms": round(median("untuned", "throttled_ms")),
                 "nr_periods": round(median("tuned", "nr_periods")),
+                "tuned_runnable_threads": round(median("tuned", "runnable"), 2),
+                "untuned_runnable_threads": round(median("untuned", "runnable"), 2),
                 "runs": args.repeat,
                 "duration_s": args.duration,
                 "host_cpus": os.cpu_count(),
