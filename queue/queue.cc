@@ -283,7 +283,7 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
       ++blocked_producers_;
       if (unread() > 0) consumers_.NotifyOne(&wake);
     }
-    waiter.Wait(&mu_, deadline);
+    waiter.Wait(&mu_, deadline, &wake);
   }
   if (blocked) --blocked_producers_;
   if (result.accepted == 0) result.last_index = published_;
@@ -312,9 +312,9 @@ Batch QueueImpl::Get(size_t max_events, absl::Time deadline) {
   while (!ReadyToFlush(max_events)) {
     if (closed_ && unread() == 0) return Batch();
     if (absl::Now() >= deadline) return Batch();
-    absl::Time wake = deadline;
-    if (unread() > 0) wake = std::min(wake, first_unread_time_ + options_.flush_timeout);
-    waiter.Wait(&mu_, wake);
+    absl::Time until = deadline;
+    if (unread() > 0) until = std::min(until, first_unread_time_ + options_.flush_timeout);
+    waiter.Wait(&mu_, until);
   }
   const size_t n = std::min(max_events, unread());
   const uint64_t first = read_ + 1;

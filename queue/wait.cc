@@ -34,7 +34,13 @@ bool Waiter::Spin(uint32_t seen) const {
   return false;
 }
 
-void Waiter::Wait(Mutex* mu, absl::Time deadline) {
+void Waiter::Wait(Mutex* mu, absl::Time deadline, Wakeups* pending) {
+  if (pending != nullptr && !pending->empty()) {
+    mu->Unlock();
+    pending->Send();
+    mu->Lock();
+    return;  // the caller re-checks its condition anyway
+  }
   const int round = rounds_++;
   switch (options_.strategy) {
     case WaitStrategy::kSleeping: {

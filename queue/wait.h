@@ -35,6 +35,8 @@ class Wakeups {
   Wakeups& operator=(const Wakeups&) = delete;
   ~Wakeups() { Send(); }
 
+  bool empty() const { return size_ == 0; }
+
   // REQUIRES: the mutex is not held.
   void Send() {
     for (int i = 0; i < size_; ++i) all_[i] ? cvs_[i]->SignalAll() : cvs_[i]->Signal();
@@ -106,8 +108,10 @@ class Waiter {
       : channel_(channel), options_(options), pause_(options.sleep_min) {}
 
   // REQUIRES: `mu` guards the channel and is held. Returns after a notify, at `deadline`, or
-  // earlier (spuriously); `mu` is held again on return.
-  void Wait(Mutex* mu, absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(*mu);
+  // earlier (spuriously); `mu` is held again on return. Sends `pending` wake-ups first, without
+  // the mutex: a thread must not sleep on signals it owes others.
+  void Wait(Mutex* mu, absl::Time deadline, Wakeups* pending = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(*mu);
 
  private:
   // Spins, then yields, until the channel is notified; false if it gave up first.
