@@ -314,6 +314,7 @@ class Bench:
             "p90_ms": r["p90_ms"],
             "p99_ms": r["p99_ms"],
             "max_ms": r["max_ms"],
+            "loadavg": round(os.getloadavg()[0], 2),
         }
         if reference is not None:
             record["null_server_p50_ms"] = reference["p50_ms"]
@@ -356,7 +357,7 @@ class Bench:
             alive = server.alive()
             emit({"name": name, "cpu_percent": round(cpu_sec / secs * 100.0, 4),
                   "seconds": secs, "clients": self.o.channels, "method": method,
-                  "alive": alive})
+                  "alive": alive, "loadavg": round(os.getloadavg()[0], 2)})
         finally:
             if client is not None:
                 client.wait(timeout=secs + 30)

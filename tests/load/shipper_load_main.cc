@@ -32,6 +32,8 @@ ABSL_FLAG(int, pool_events, 4096, "distinct events, serialized once and sent rou
 ABSL_FLAG(absl::Duration, poll_interval, absl::Milliseconds(1),
           "PersistedIndex polling_interval to ask for");
 ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(10), "deadline of each call");
+ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(10),
+          "how long to wait for the channels and the first PersistedIndex reply");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "how long to wait, after sending, for everything to be persisted");
 ABSL_FLAG(bool, idle, false,
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
   o.pool_events = absl::GetFlag(FLAGS_pool_events);
   o.poll_interval = absl::GetFlag(FLAGS_poll_interval);
   o.call_timeout = absl::GetFlag(FLAGS_call_timeout);
+  o.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
 
   const std::string progress = absl::GetFlag(FLAGS_progress);
