@@ -8,7 +8,9 @@
 namespace shipper::runtime {
 
 CpuMonitor::CpuMonitor(CpuQuotaOptions options, absl::Duration interval)
-    : interval_(interval), overridden_(options.override_cpus > 0) {
+    : interval_(interval),
+      overridden_(options.override_cpus > 0),
+      retuning_(!overridden_ && interval > absl::ZeroDuration()) {
   reader_ = CpuQuotaReader::Create(std::move(options));
   current_ = reader_->Read();
   last_reason_ = current_.reason;
@@ -25,10 +27,14 @@ CpuMonitor::CpuMonitor(CpuQuotaOptions options, absl::Duration interval)
     LOG(INFO) << "cpu quota: re-tuning is off (interval 0)";
     return;
   }
+  std::lock_guard<std::mutex> lock(join_mu_);
   thread_ = std::thread([this] { Run(); });
 }
 
-CpuMonitor::~CpuMonitor() {
+CpuMonitor::~CpuMonitor() { Stop(); }
+
+void CpuMonitor::Stop() {
+  std::lock_guard<std::mutex> join_lock(join_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;

@@ -37,13 +37,18 @@ class CpuMonitor {
   CpuMonitor(CpuQuotaOptions options, absl::Duration interval);
   CpuMonitor(const CpuMonitor&) = delete;
   CpuMonitor& operator=(const CpuMonitor&) = delete;
-  // Stops and joins the thread. REQUIRES: not called from a listener.
+  // Stop().
   ~CpuMonitor();
+
+  // Stops the periodic re-reads and joins the thread: once it returns, the monitor calls no
+  // listener on its own (Refresh() still does). Call it before destroying what listeners touch,
+  // or declare the monitor after them. Idempotent. REQUIRES: not called from a listener.
+  void Stop();
 
   CpuQuota current() const;
   int effective_cpus() const;
-  // True when the monitor re-reads periodically.
-  bool retuning() const { return thread_.joinable(); }
+  // True when the monitor re-reads periodically (an interval was set and there is no override).
+  bool retuning() const { return retuning_; }
 
   // Listeners added after a change only see later changes: read effective_cpus() after adding.
   void AddListener(Listener listener);
@@ -58,6 +63,7 @@ class CpuMonitor {
   // Constant after construction.
   const absl::Duration interval_;
   const bool overridden_;
+  const bool retuning_;
 
   // Serializes reads and listener calls, so listeners see changes in order.
   std::mutex refresh_mu_;
@@ -72,7 +78,8 @@ class CpuMonitor {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::condition_variable stop_cv_;
 
-  std::thread thread_;  // started last
+  std::mutex join_mu_;  // serializes Stop()
+  std::thread thread_ ABSL_GUARDED_BY(join_mu_);  // started last
 };
 
 }  // namespace shipper::runtime

@@ -88,6 +88,23 @@ TEST_F(CpuMonitorTest, PeriodicRetuneResizesAPool) {
   EXPECT_EQ(monitor.effective_cpus(), 1);
 }
 
+TEST_F(CpuMonitorTest, StopEndsPeriodicListenerCalls) {
+  CpuMonitor monitor(Options(), absl::Milliseconds(5));
+  std::atomic<int> calls{0};
+  monitor.AddListener([&](int, int) { ++calls; });
+  SetCpus("2");
+  EXPECT_TRUE(Eventually([&] { return calls.load() >= 1 && monitor.effective_cpus() == 2; }));
+  monitor.Stop();
+  monitor.Stop();  // idempotent
+  const int calls_before = calls.load();
+  SetCpus("3");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(calls.load(), calls_before);
+  EXPECT_EQ(monitor.effective_cpus(), 2);
+  EXPECT_TRUE(monitor.Refresh());  // an explicit refresh still works
+  EXPECT_EQ(calls.load(), calls_before + 1);
+}
+
 TEST_F(CpuMonitorTest, OverrideTurnsRetuningOff) {
   CpuQuotaOptions options = Options();
   options.override_cpus = 3;

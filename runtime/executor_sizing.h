@@ -2,6 +2,7 @@
 // CpuQuota::effective_cpus (CpuMonitor), and is resized when it changes.
 //
 //   output workers (WorkerPool "output")       OutputWorkers(cpus)       = cpus
+//   PublishEvents threads (WorkerPool "grpc")  GrpcWorkers(cpus)         = cpus
 //   gRPC sync-server threads (ResourceQuota)   GrpcSyncServerMaxThreads  = max(2, 2 * cpus)
 //
 // Output workers are CPU-bound while there is work (take a batch, encode, write), so one per CPU
@@ -27,11 +28,11 @@
 // ResourceQuota::SetMaxThreads bounds only "grpcpp_sync_ser" threads, which serve the sync
 // services registered (server reflection), not the Producer service.
 //
-// To bring request handling under this rule too, serve Producer with the async API: one server
-// completion queue drained by a WorkerPool("grpc", cpus) whose loop calls cq->AsyncNext with a
-// ~0.5 s deadline. Several threads may drain one completion queue, so Resize needs nothing else,
-// and a retiring worker finishes the tag it holds. Until then the runnable count under load is
-// about cpus (output) + min(in-flight RPCs, nexting threads).
+// That is why PublishEvents, the hot path, uses the async API instead: one server completion
+// queue drained by WorkerPool("grpc", GrpcWorkers(cpus)) whose loop calls cq->AsyncNext with a
+// ~0.5 s deadline (ProducerService::Serve). Several threads may drain one completion queue, so
+// Resize needs nothing else, and a retiring worker finishes the tag it holds. The callback
+// threads above now run only PersistedIndex streams, which do little work.
 #ifndef SHIPPER_RUNTIME_EXECUTOR_SIZING_H_
 #define SHIPPER_RUNTIME_EXECUTOR_SIZING_H_
 
@@ -43,6 +44,10 @@ inline constexpr int kGrpcThreadsPerCpu = 2;
 
 // Output workers for `effective_cpus` CPUs.
 inline int OutputWorkers(int effective_cpus) { return std::max(1, effective_cpus); }
+
+// Threads serving PublishEvents from the server completion queue: decoding, validating and
+// enqueueing are CPU-bound, one per CPU.
+inline int GrpcWorkers(int effective_cpus) { return std::max(1, effective_cpus); }
 
 // For grpc::ResourceQuota::SetMaxThreads.
 inline int GrpcSyncServerMaxThreads(int effective_cpus) {

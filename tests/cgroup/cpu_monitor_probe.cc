@@ -57,6 +57,6 @@ int main(int argc, char** argv) {
   LOG(INFO) << "probe ready";
   int signal_number = shipper::runtime::WaitForTerminationSignal();
   LOG(INFO) << strsignal(signal_number) << ": stopping";
-  monitor.reset();  // before the pool its listener resizes
+  monitor->Stop();  // before the pool its listener resizes goes away
   return 0;
 }
