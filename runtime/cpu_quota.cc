@@ -273,6 +273,7 @@ class CpuQuotaReaderImpl final : public CpuQuotaReader {
     if (!memberships.ok()) {
       reasons.push_back(std::string(memberships.status().message()));
       levels_.clear();
+      resolve_reason_.clear();
       resolved_for_.reset();
     } else if (!resolved_for_.has_value() || *resolved_for_ != *memberships) {
       Resolve(*memberships);

@@ -400,6 +400,18 @@ TEST_F(CpuQuotaTest, ReaderRetriesFilesThatWereMissing) {
   EXPECT_THAT(quota.reason, IsEmpty());
 }
 
+TEST_F(CpuQuotaTest, ReaderRecoversWhenProcCgroupComesBack) {
+  std::unique_ptr<CpuQuotaReader> reader = CpuQuotaReader::Create(Options(4, 4));
+  CpuQuota quota = reader->Read();
+  EXPECT_EQ(quota.effective_cpus, 4);
+  EXPECT_THAT(quota.reason, HasSubstr("self/cgroup"));
+  fixture_.SetUpV2("/", "/a");
+  fixture_.SetV2Max("/a", "100000 100000");
+  quota = reader->Read();
+  EXPECT_EQ(quota.effective_cpus, 1);
+  EXPECT_THAT(quota.reason, IsEmpty());
+}
+
 TEST_F(CpuQuotaTest, ReaderFollowsAMoveToAnotherCgroup) {
   fixture_.SetUpV1("/", "/a");
   fixture_.SetV1Quota("/a", "100000", "100000");
