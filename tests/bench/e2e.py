@@ -314,6 +314,8 @@ class Bench:
             "p90_ms": r["p90_ms"],
             "p99_ms": r["p99_ms"],
             "max_ms": r["max_ms"],
+            "reply_p50_ms": r.get("reply_p50_ms"),
+            "reply_p99_ms": r.get("reply_p99_ms"),
             "loadavg": round(os.getloadavg()[0], 2),
         }
         if reference is not None:

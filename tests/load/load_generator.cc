@@ -181,8 +181,12 @@ class Generator {
   }
   void ForgetUuid() { LearnUuid(""); }
 
-  void CountCall(uint32_t accepted, uint32_t sent) {
+  void CountCall(uint32_t accepted, uint32_t sent, absl::Duration rtt) {
     calls_.fetch_add(1, std::memory_order_relaxed);
+    {
+      absl::MutexLock lock(&replies_mu_);
+      replies_.Add(rtt);
+    }
     if (accepted < sent) {
       partial_.fetch_add(1, std::memory_order_relaxed);
       resent_.fetch_add(sent - accepted, std::memory_order_relaxed);
@@ -218,6 +222,9 @@ class Generator {
   std::atomic<uint64_t> next_event_{0};
   std::atomic<uint64_t> calls_{0}, partial_{0}, resent_{0}, errors_{0};
   std::atomic<bool> aborted_{false};
+
+  absl::Mutex replies_mu_;
+  LatencyRecorder replies_ ABSL_GUARDED_BY(replies_mu_);
 
   absl::Mutex uuid_mu_;
   std::string uuid_ ABSL_GUARDED_BY(uuid_mu_);
@@ -268,7 +275,7 @@ void Worker::OnComplete(Slot* slot) {
   const uint32_t accepted = std::min(slot->reply.accepted_count(), sent);
   if (slot->done == 0 || accepted > 0) gen_->LearnUuid(slot->reply.uuid());
   gen_->tracker().OnAccepted(slot->reply.accepted_index(), accepted, slot->sent, now);
-  gen_->CountCall(accepted, sent);
+  gen_->CountCall(accepted, sent, now - slot->sent);
   slot->done += accepted;
   if (slot->done < slot->n) {
     if (accepted == 0) {
@@ -506,6 +513,10 @@ absl::StatusOr<LoadResult> Generator::Run() {
     r.persisted_per_sec = r.events_persisted / absl::ToDoubleSeconds(r.persist_time);
   }
   r.latency = tracker_.Summary();
+  {
+    absl::MutexLock lock(&replies_mu_);
+    r.reply_latency = replies_.Summarize();
+  }
   r.client_cpu_sec = cpu_end - cpu_start;
   {
     absl::MutexLock lock(&uuid_mu_);
@@ -563,12 +574,12 @@ std::string LoadResultJson(const LoadOptions& o, const LoadResult& r) {
       "\"events_persisted\": %d, \"calls\": %d, \"partial_replies\": %d, \"resent_events\": %d, "
       "\"errors\": %d, \"seconds\": %.3f, \"accepted_per_sec\": %.0f, "
       "\"persisted_per_sec\": %.0f, \"p50_ms\": %.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, "
-      "\"max_ms\": %.3f, \"client_cpu_sec\": %.3f, \"drained\": %s, \"first_error\": \"%s\"}",
+      "\"max_ms\": %.3f, \"reply_p50_ms\": %.3f, \"reply_p99_ms\": %.3f, \"client_cpu_sec\": %.3f, \"drained\": %s, \"first_error\": \"%s\"}",
       JsonEscape(o.target), EventShapeName(o.shape), r.event_bytes, o.channels, o.inflight,
       o.batch, o.rate, r.events_accepted, r.events_persisted, r.calls, r.partial_replies,
       r.resent_events, r.errors, absl::ToDoubleSeconds(r.persist_time), r.accepted_per_sec,
       r.persisted_per_sec, Ms(r.latency.p50), Ms(r.latency.p90), Ms(r.latency.p99),
-      Ms(r.latency.max), r.client_cpu_sec, r.drained ? "true" : "false",
+      Ms(r.latency.max), Ms(r.reply_latency.p50), Ms(r.reply_latency.p99), r.client_cpu_sec, r.drained ? "true" : "false",
       JsonEscape(r.first_error));
 }
 

@@ -73,6 +73,7 @@ struct LoadResult {
   double persisted_per_sec = 0;
   bool drained = false;           // every accepted event was persisted before drain_timeout
   LatencySummary latency;         // publish -> persisted, per call
+  LatencySummary reply_latency;   // publish -> reply, per successful call
   double client_cpu_sec = 0;      // this process's user + system CPU during the run
   std::string server_uuid;
 };
