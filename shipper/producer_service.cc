@@ -20,19 +20,24 @@ namespace {
 // accepted, so holding a gRPC thread longer only delays that.
 constexpr absl::Duration kMaxPublishWait = absl::Milliseconds(500);
 
+// How long an idle Serve() thread waits before checking whether its pool shrank.
+constexpr absl::Duration kServePoll = absl::Milliseconds(500);
+
+// PublishEvents calls posted to gRPC ahead of time, so arriving calls rarely wait to be matched.
+constexpr int kWaitingCalls = 32;
+
 }  // namespace
 
-// A request and its reply on one arena, alive until gRPC is done with the call and the queue has
-// released every event that points into it.
-class PublishHolder final : public grpc::MessageHolder<pb::PublishRequest, pb::PublishReply>,
-                            public queue::EventOwner {
+// A request and its reply on one arena, alive until its call is over and the queue has released
+// every event that points into it.
+class ProducerService::RequestArena final : public queue::EventOwner {
  public:
-  PublishHolder() : arena_(ArenaOptions()) {
-    set_request(google::protobuf::Arena::CreateMessage<pb::PublishRequest>(&arena_));
-    set_response(google::protobuf::Arena::CreateMessage<pb::PublishReply>(&arena_));
+  RequestArena() : arena_(Options()) {
+    request_ = google::protobuf::Arena::CreateMessage<pb::PublishRequest>(&arena_);
+    reply_ = google::protobuf::Arena::CreateMessage<pb::PublishReply>(&arena_);
   }
 
-  // Both gRPC (once, when the call ends) and the queue (once per event) release the holder.
+  // Called once per queued event, and once by the call when it is over.
   void Release() override {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
@@ -40,8 +45,11 @@ class PublishHolder final : public grpc::MessageHolder<pb::PublishRequest, pb::P
   // Memory the decoded request holds: what the queue's byte limit counts.
   size_t bytes() const { return arena_.SpaceUsed(); }
 
+  pb::PublishRequest* request() { return request_; }
+  pb::PublishReply* reply() { return reply_; }
+
  private:
-  static google::protobuf::ArenaOptions ArenaOptions() {
+  static google::protobuf::ArenaOptions Options() {
     google::protobuf::ArenaOptions options;
     options.start_block_size = 4096;
     options.max_block_size = 256 << 10;
@@ -49,15 +57,40 @@ class PublishHolder final : public grpc::MessageHolder<pb::PublishRequest, pb::P
   }
 
   google::protobuf::Arena arena_;
+  pb::PublishRequest* request_;
+  pb::PublishReply* reply_;
   std::atomic<int64_t> refs_{1};
 };
 
-class ProducerService::RequestAllocator final
-    : public grpc::MessageAllocator<pb::PublishRequest, pb::PublishReply> {
+// One PublishEvents call, from waiting for a request to its reply sent. Its address is its tag
+// on the completion queue; only the thread handling its current event touches it.
+class ProducerService::PublishCall final {
  public:
-  grpc::MessageHolder<pb::PublishRequest, pb::PublishReply>* AllocateMessages() override {
-    return new PublishHolder();
+  // Asks gRPC for the next PublishEvents call.
+  explicit PublishCall(ProducerService* service)
+      : service_(service), request_(new RequestArena), responder_(&context_) {
+    service->RequestPublishEvents(&context_, request_->request(), &responder_, service->cq_,
+                                  service->cq_, this);
   }
+  ~PublishCall() { request_->Release(); }
+
+  // First the request arrived (or, !ok, the server is shutting down), then the reply was sent.
+  void Proceed(bool ok) {
+    if (replying_ || !ok) {
+      delete this;
+      return;
+    }
+    new PublishCall(service_);  // the next call waits in our place
+    replying_ = true;
+    responder_.Finish(*request_->reply(), service_->Publish(context_, *request_), this);
+  }
+
+ private:
+  ProducerService* const service_;
+  RequestArena* const request_;
+  grpc::ServerContext context_;
+  grpc::ServerAsyncResponseWriter<pb::PublishReply> responder_;
+  bool replying_ = false;
 };
 
 // One PersistedIndex call. Its state is guarded by the service's mu_; every transition goes
@@ -156,8 +189,7 @@ class ProducerService::IndexStream final
 };
 
 ProducerService::ProducerService(queue::Queue* queue, std::string uuid)
-    : queue_(queue), uuid_(std::move(uuid)), allocator_(std::make_unique<RequestAllocator>()) {
-  SetMessageAllocatorFor_PublishEvents(allocator_.get());
+    : queue_(queue), uuid_(std::move(uuid)) {
   producer_ = queue_->NewProducer([this](uint64_t) { OnPersisted(); });
   broadcaster_ = std::thread([this] { BroadcastLoop(); });
 }
@@ -216,55 +248,73 @@ void ProducerService::EndStreams() {
   broadcaster_.join();
 }
 
-grpc::ServerUnaryReactor* ProducerService::PublishEvents(grpc::CallbackServerContext* context,
-                                                         const pb::PublishRequest* request,
-                                                         pb::PublishReply* reply) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (!request->uuid().empty() && request->uuid() != uuid_) {
-    reactor->Finish(grpc::Status(
-        grpc::StatusCode::FAILED_PRECONDITION,
-        absl::StrCat("request uuid '", request->uuid(), "' is not this shipper's uuid '", uuid_,
-                     "': the shipper restarted; rewind to your last persisted index and "
-                     "resend with the new uuid")));
-    return reactor;
-  }
-  const int n = request->events_size();
-  if (n == 0) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "request has no events: send at least one"));
-    return reactor;
-  }
-  if (!accepting_.load(std::memory_order_relaxed)) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 "shipper is shutting down; resend to its successor"));
-    return reactor;
-  }
+void ProducerService::StartServing(grpc::ServerCompletionQueue* cq) {
+  cq_ = cq;
+  // Calls waiting for a thread are matched with these; each call that starts posts another.
+  for (int i = 0; i < kWaitingCalls; ++i) new PublishCall(this);
+}
 
-  auto* holder = static_cast<PublishHolder*>(context->GetRpcAllocatorState());
+void ProducerService::Serve(const runtime::WorkerPool::Worker& worker) {
+  while (!worker.stopping()) {
+    void* tag;
+    bool ok;
+    switch (cq_->AsyncNext(&tag, &ok, absl::ToChronoTime(absl::Now() + kServePoll))) {
+      case grpc::CompletionQueue::SHUTDOWN:
+        return;
+      case grpc::CompletionQueue::GOT_EVENT:
+        static_cast<PublishCall*>(tag)->Proceed(ok);
+        break;
+      case grpc::CompletionQueue::TIMEOUT:
+        break;
+    }
+  }
+}
+
+void ProducerService::FinishServing() {
+  void* tag;
+  bool ok;
+  while (cq_->Next(&tag, &ok)) static_cast<PublishCall*>(tag)->Proceed(ok);
+}
+
+grpc::Status ProducerService::Publish(const grpc::ServerContext& context,
+                                      RequestArena& arena) {
+  const pb::PublishRequest& request = *arena.request();
+  if (!request.uuid().empty() && request.uuid() != uuid_) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("request uuid '", request.uuid(), "' is not this shipper's uuid '", uuid_,
+                     "': the shipper restarted; rewind to your last persisted index and "
+                     "resend with the new uuid"));
+  }
+  const int n = request.events_size();
+  if (n == 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "request has no events: send at least one");
+  }
+  const grpc::Status shutting_down(grpc::StatusCode::UNAVAILABLE,
+                                   "shipper is shutting down; resend to its successor");
+  if (!accepting_.load(std::memory_order_relaxed)) return shutting_down;
+
   const uint32_t bytes_per_event =
-      static_cast<uint32_t>(std::max<size_t>(1, holder->bytes() / static_cast<size_t>(n)));
+      static_cast<uint32_t>(std::max<size_t>(1, arena.bytes() / static_cast<size_t>(n)));
   absl::InlinedVector<queue::Event, 64> events;
   events.reserve(n);
-  holder->AddRefs(n);
-  for (const pb::Event& event : request->events()) {
-    events.emplace_back(&event, bytes_per_event, holder);
+  arena.AddRefs(n);
+  for (const pb::Event& event : request.events()) {
+    events.emplace_back(&event, bytes_per_event, &arena);
   }
   queue::PublishResult result = producer_->TryPublish(absl::MakeSpan(events));
   if (result.accepted == 0 && absl::IsResourceExhausted(result.status)) {
     absl::Time deadline =
-        std::min(absl::FromChrono(context->deadline()), absl::Now() + kMaxPublishWait);
+        std::min(absl::FromChrono(context.deadline()), absl::Now() + kMaxPublishWait);
     result = producer_->Publish(absl::MakeSpan(events), deadline);
   }
-  if (result.accepted == 0 && !accepting_.load(std::memory_order_relaxed)) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 "shipper is shutting down; resend to its successor"));
-    return reactor;
-  }
-  reply->set_uuid(uuid_);
-  reply->set_accepted_count(static_cast<uint32_t>(result.accepted));
-  reply->set_accepted_index(result.last_index);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  if (result.accepted == 0 && !accepting_.load(std::memory_order_relaxed)) return shutting_down;
+  pb::PublishReply& reply = *arena.reply();
+  reply.set_uuid(uuid_);
+  reply.set_accepted_count(static_cast<uint32_t>(result.accepted));
+  reply.set_accepted_index(result.last_index);
+  return grpc::Status::OK;
 }
 
 grpc::ServerWriteReactor<pb::PersistedIndexReply>* ProducerService::PersistedIndex(

@@ -6,7 +6,12 @@
 // event is copied. When the queue is full it accepts a prefix (waiting briefly if nothing fits)
 // and the client resends the rest.
 //
-// Thread safety: gRPC calls the service from its threads; Shutdown() from any thread.
+// PublishEvents, the hot path, uses gRPC's async API so that it runs on threads we size from the
+// CPU quota (a WorkerPool calling Serve()); gRPC's callback threads are sized from the host's
+// cores and cannot be bounded. PersistedIndex, which does little work, uses the callback API.
+//
+// Thread safety: gRPC calls the service from its threads; Serve() from any number of threads;
+// the other methods from any thread.
 #ifndef SHIPPER_SHIPPER_PRODUCER_SERVICE_H_
 #define SHIPPER_SHIPPER_PRODUCER_SERVICE_H_
 
@@ -19,24 +24,33 @@
 #include "absl/time/time.h"
 #include "proto/producer.grpc.pb.h"
 #include "queue/queue.h"
+#include "runtime/worker_pool.h"
 
 namespace shipper {
 
-class ProducerService final : public elastic::agent::shipper::v1::Producer::CallbackService {
+class ProducerService final
+    : public elastic::agent::shipper::v1::Producer::WithAsyncMethod_PublishEvents<
+          elastic::agent::shipper::v1::Producer::WithCallbackMethod_PersistedIndex<
+              elastic::agent::shipper::v1::Producer::Service>> {
  public:
   // `queue` must outlive the service.
   ProducerService(queue::Queue* queue, std::string uuid);
   ~ProducerService() override;
 
+  // Starts taking PublishEvents calls from `cq`. REQUIRES: the server was built with this service
+  // and `cq` (ServerBuilder::AddCompletionQueue); `cq` outlives every Serve() call.
+  void StartServing(grpc::ServerCompletionQueue* cq);
+  // Handles PublishEvents calls until `worker` is asked to stop or the completion queue is shut
+  // down and empty.
+  void Serve(const runtime::WorkerPool::Worker& worker);
+  // After the server and the completion queue are shut down and no Serve() runs: ends what is
+  // left in the completion queue.
+  void FinishServing();
+
   // Refuses publishes from now on (UNAVAILABLE); streams keep reporting the persisted index.
   void StopAccepting();
   // Sends every stream the final persisted index and ends it. Call before the server shuts down.
   void EndStreams();
-
-  grpc::ServerUnaryReactor* PublishEvents(
-      grpc::CallbackServerContext* context,
-      const elastic::agent::shipper::v1::messages::PublishRequest* request,
-      elastic::agent::shipper::v1::messages::PublishReply* reply) override;
 
   grpc::ServerWriteReactor<elastic::agent::shipper::v1::messages::PersistedIndexReply>*
   PersistedIndex(
@@ -45,7 +59,11 @@ class ProducerService final : public elastic::agent::shipper::v1::Producer::Call
 
  private:
   class IndexStream;
-  class RequestAllocator;
+  class PublishCall;
+  class RequestArena;
+
+  // Puts the request's events into the queue and fills the reply; the status to send.
+  grpc::Status Publish(const grpc::ServerContext& context, RequestArena& request);
 
   // Notes a new persisted index (from the queue's ACK callback) for the streams.
   void OnPersisted();
@@ -55,8 +73,8 @@ class ProducerService final : public elastic::agent::shipper::v1::Producer::Call
   // Constant after construction.
   queue::Queue* const queue_;
   const std::string uuid_;
-  std::unique_ptr<RequestAllocator> allocator_;
   std::unique_ptr<queue::Producer> producer_;
+  grpc::ServerCompletionQueue* cq_ = nullptr;  // set once by StartServing
   std::atomic<bool> accepting_{true};
 
   absl::Mutex mu_;

@@ -16,6 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
+#include "runtime/executor_sizing.h"
 #include "runtime/worker_pool.h"
 #include "shipper/output/output.h"
 #include "shipper/producer_service.h"
@@ -57,13 +58,10 @@ class ShipperImpl final : public Shipper {
     cpu_options.override_cpus = config_.cpu.override_cpus;
     cpu_ = std::make_unique<runtime::CpuMonitor>(cpu_options, config_.cpu.retune_interval);
     const int cpus = cpu_->effective_cpus();
-    grpc_quota_.SetMaxThreads(GrpcThreads(cpus));
+    grpc_quota_.SetMaxThreads(runtime::GrpcSyncServerMaxThreads(cpus));
     workers_ = std::make_unique<runtime::WorkerPool>(
-        "output", cpus, [this](const runtime::WorkerPool::Worker& self) { DeliverLoop(self); });
-    cpu_->AddListener([this](int, int now) {
-      grpc_quota_.SetMaxThreads(GrpcThreads(now));
-      workers_->Resize(now);
-    });
+        "output", runtime::OutputWorkers(cpus),
+        [this](const runtime::WorkerPool::Worker& self) { DeliverLoop(self); });
 
     service_ = std::make_unique<ProducerService>(queue_.get(), uuid_);
     grpc::EnableDefaultHealthCheckService(true);
@@ -73,12 +71,22 @@ class ShipperImpl final : public Shipper {
     int port = 0;
     builder.AddListeningPort(config_.server_address, grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(service_.get());
+    cq_ = builder.AddCompletionQueue();
     server_ = builder.BuildAndStart();
     if (server_ == nullptr) {
       return absl::UnavailableError(absl::StrCat(
           "cannot listen on '", config_.server_address,
           "' (address in use or not host:port / unix:///path): change shipper.server.server"));
     }
+    service_->StartServing(cq_.get());
+    grpc_workers_ = std::make_unique<runtime::WorkerPool>(
+        "grpc", runtime::GrpcWorkers(cpus),
+        [this](const runtime::WorkerPool::Worker& self) { service_->Serve(self); });
+    cpu_->AddListener([this](int, int now) {
+      grpc_quota_.SetMaxThreads(runtime::GrpcSyncServerMaxThreads(now));
+      grpc_workers_->Resize(runtime::GrpcWorkers(now));
+      workers_->Resize(runtime::OutputWorkers(now));
+    });
     address_ = config_.server_address;
     if (!absl::StartsWith(address_, "unix:")) {
       address_ = absl::StrCat(address_.substr(0, address_.rfind(':')), ":", port);
@@ -103,14 +111,13 @@ class ShipperImpl final : public Shipper {
     workers_->Stop();
     service_->EndStreams();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-    server_->Wait();
+    cq_->Shutdown();
+    grpc_workers_->Stop();
+    service_->FinishServing();
     return report_;
   }
 
  private:
-  // gRPC's server threads; see runtime/executor_sizing.h for what stays outside this bound.
-  static int GrpcThreads(int cpus) { return std::max(2, 2 * cpus); }
-
   // One output worker: takes batches and marks them done once the output confirms them,
   // retrying failures with exponential backoff until Stop() gives up.
   void DeliverLoop(const runtime::WorkerPool::Worker& self) {
@@ -138,10 +145,13 @@ class ShipperImpl final : public Shipper {
   grpc::ResourceQuota grpc_quota_;
   std::unique_ptr<queue::Queue> queue_;
   std::unique_ptr<Output> output_;
-  std::unique_ptr<runtime::WorkerPool> workers_;
-  std::unique_ptr<runtime::CpuMonitor> cpu_;  // after workers_: its listener resizes them
+  std::unique_ptr<runtime::WorkerPool> workers_;  // output workers
   std::unique_ptr<ProducerService> service_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // PublishEvents calls
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<runtime::WorkerPool> grpc_workers_;  // serve cq_
+  // Last: destroyed first, its listener resizes the pools above.
+  std::unique_ptr<runtime::CpuMonitor> cpu_;
   absl::Notification give_up_;  // the drain deadline passed: abandon failing batches
 
   absl::Mutex stop_mu_;
