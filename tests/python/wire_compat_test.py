@@ -141,6 +141,12 @@ class WireCompatTest(unittest.TestCase):
                     stream.cancel()
                     break
 
+            # The standard health service, called with raw bytes as any health prober does:
+            # an empty HealthCheckRequest; the reply 08 01 is status SERVING.
+            check = grpc.insecure_channel(shipper.address).unary_unary(
+                "/grpc.health.v1.Health/Check")
+            self.assertEqual(check(b"", timeout=10), b"\x08\x01")
+
             with self.assertRaises(grpc.RpcError) as wrong_uuid:
                 stub.PublishEvents(msg.PublishRequest(uuid="stale", events=[msg.Event()]))
             self.assertEqual(wrong_uuid.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
