@@ -1,4 +1,4 @@
-// The memory queue: one ring of slots guarded by one mutex.
+// The memory queue: one ring of slots between two mutexes.
 //
 // Indexes only grow; index i lives in slot i & mask_. Four of them split the ring:
 //
@@ -9,10 +9,16 @@
 //   (read_, published_]      waiting for a consumer
 //   (published_, freed_ + max_events]   free
 //
-// Producers hold the mutex only to move their events into free slots; consumers only to take a
-// range of indexes or to mark one done. The expensive part, calling ACK callbacks and destroying
-// events, runs outside the mutex on exactly one consumer thread at a time (see AckPersisted), which
-// is what keeps the callbacks in publish order and never concurrent.
+// Producers take publish_mu_ to fill free slots and advance published_; consumers take get_mu_ to
+// advance read_, persisted_ and freed_. Neither side ever holds the other's mutex, so a consumer
+// taking a few events does not stall the producers, and the other side's index is read through
+// an atomic. The expensive part, calling ACK callbacks and destroying events, runs outside both
+// mutexes on exactly one consumer thread at a time (see AckPersisted), which is what keeps the
+// callbacks in publish order and never concurrent.
+//
+// Waking across the two sides is a Dekker handshake (see wait.h): the side that changes an index
+// does so with a seq_cst store and then looks for sleepers; a sleeper registers with a seq_cst RMW
+// and then looks at the index once more before it blocks.
 #include "queue/queue.h"
 
 #include <algorithm>
@@ -83,7 +89,7 @@ class ProducerState {
     on_ack_ = nullptr;
   }
 
-  // Guarded by the queue's mutex (QueueImpl::mu_).
+  // Guarded by the queue's publish_mu_.
   bool cancelled = false;
 
  private:
@@ -128,18 +134,21 @@ class QueueImpl final : public Queue {
 
   // Moves the longest prefix of `events` that fits into free slots; returns how many.
   size_t Accept(ProducerState* producer, absl::Span<Event> events, internal::Wakeups* wake)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
   // Whether a Get for up to `max_events` should return now (the flush policy).
-  bool ReadyToFlush(size_t max_events) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
+  // Buffered only: when the unread events must be handed out even if too few.
+  absl::Time FlushTime() const {
+    return absl::FromUnixNanos(first_unread_ns_.load(std::memory_order_relaxed)) +
+           options_.flush_timeout;
+  }
   // Calls ACK callbacks and frees the slots of done events until none are left.
   // REQUIRES: no thread is acking (acking_ is false).
-  void AckPersisted(internal::Wakeups* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AckPersisted(internal::Wakeups* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
   // Acknowledges and destroys the events in [from, to]; returns their bytes.
   // REQUIRES: the calling thread owns those slots (it set acking_).
   size_t AckRange(uint64_t from, uint64_t to);
-
-  size_t unread() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return published_ - read_; }
-  size_t held() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return published_ - freed_; }
 
   // Constant after construction.
   const Options options_;
@@ -148,25 +157,28 @@ class QueueImpl final : public Queue {
   const uint64_t mask_;
   const std::unique_ptr<Slot[]> slots_;
 
-  mutable internal::Mutex mu_;
-  uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t read_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t persisted_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t freed_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;  // of the events in (freed_, published_]
-  // Buffered only: when the oldest unread event was published.
-  absl::Time first_unread_time_ ABSL_GUARDED_BY(mu_);
+  // Producer side. The atomics are written under publish_mu_ and read anywhere.
+  internal::Mutex publish_mu_;
+  std::atomic<uint64_t> published_{0};
+  std::atomic<uint64_t> bytes_in_{0};          // bytes of all events ever accepted
+  std::atomic<int64_t> first_unread_ns_{0};    // buffered: when the oldest unread was published
+  std::atomic<int> blocked_producers_{0};      // in Publish, waiting for room
+  std::atomic<bool> closed_{false};
+  internal::WaitChannel producers_{&publish_mu_, &freed_};  // room, cancel, close
+
+  // Consumer side. The atomics are written under get_mu_ and read anywhere.
+  mutable internal::Mutex get_mu_;
+  std::atomic<uint64_t> read_{0};
+  std::atomic<uint64_t> persisted_{0};
+  std::atomic<uint64_t> freed_{0};
+  std::atomic<uint64_t> bytes_out_{0};  // bytes of all events freed
   // Done batches beyond persisted_ + 1, as [first, last], lowest first.
   using Range = std::pair<uint64_t, uint64_t>;
   std::priority_queue<Range, std::vector<Range>, std::greater<Range>> done_early_
-      ABSL_GUARDED_BY(mu_);
-  bool acking_ ABSL_GUARDED_BY(mu_) = false;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  int blocked_producers_ ABSL_GUARDED_BY(mu_) = 0;
-
-  internal::WaitChannel consumers_ ABSL_GUARDED_BY(mu_);  // Get: events to take
-  internal::WaitChannel producers_ ABSL_GUARDED_BY(mu_);  // Publish: room, cancel, close
-  internal::WaitChannel progress_ ABSL_GUARDED_BY(mu_);   // WaitPersisted, Drain
+      ABSL_GUARDED_BY(get_mu_);
+  bool acking_ ABSL_GUARDED_BY(get_mu_) = false;
+  internal::WaitChannel consumers_{&get_mu_, &published_};  // Get: events to take
+  internal::WaitChannel progress_{&get_mu_, &persisted_};   // WaitPersisted, Drain
 };
 
 class ProducerImpl final : public Producer {
@@ -205,8 +217,7 @@ QueueImpl::QueueImpl(const Options& options)
       slots_(new Slot[mask_ + 1]) {}
 
 QueueImpl::~QueueImpl() {
-  internal::MutexLock lock(&mu_);
-  for (uint64_t i = freed_ + 1; i <= published_; ++i) {
+  for (uint64_t i = freed_.load() + 1; i <= published_.load(); ++i) {
     Slot& s = slot(i);
     s.event = Event();
     s.producer->Unref(1);
@@ -219,29 +230,39 @@ std::unique_ptr<Producer> QueueImpl::NewProducer(AckCallback on_ack) {
 
 size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
                          internal::Wakeups* wake) {
-  const size_t room = options_.max_events - held();
+  const uint64_t published = published_.load(std::memory_order_relaxed);
+  const uint64_t held = published - freed_.load(std::memory_order_acquire);
+  const size_t room = options_.max_events - held;
   const size_t max_bytes = options_.max_bytes;
+  const uint64_t bytes_in = bytes_in_.load(std::memory_order_relaxed);
+  const uint64_t held_bytes = bytes_in - bytes_out_.load(std::memory_order_acquire);
+  uint64_t added_bytes = 0;
   size_t n = 0;
-  size_t bytes = bytes_;
   for (; n < events.size() && n < room; ++n) {
     const size_t event_bytes = events[n].bytes();
     // An event larger than max_bytes is accepted alone into an empty queue, else it never would.
-    if (max_bytes != 0 && bytes + event_bytes > max_bytes && held() + n > 0) break;
-    bytes += event_bytes;
-    Slot& s = slot(published_ + 1 + n);
+    if (max_bytes != 0 && held_bytes + added_bytes + event_bytes > max_bytes && held + n > 0) {
+      break;
+    }
+    added_bytes += event_bytes;
+    Slot& s = slot(published + 1 + n);
     s.event = std::move(events[n]);
     s.producer = producer;
   }
   if (n == 0) return 0;
   producer->Ref(n);
-  const size_t unread_before = unread();
-  if (buffered_ && unread_before == 0) first_unread_time_ = absl::Now();
-  published_ += n;
-  bytes_ = bytes;
+  // Approximate on purpose: if a consumer races us, the timer starts early, never late.
+  if (buffered_ && read_.load(std::memory_order_relaxed) >= published) {
+    first_unread_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
+  }
+  bytes_in_.store(bytes_in + added_bytes, std::memory_order_relaxed);
+  published_.store(published + n, std::memory_order_seq_cst);
   // Wake a consumer only when its answer may change: the first unread event starts the flush
   // timer, reaching flush_min_events ends the wait. Get passes any rest on to the next consumer.
-  const size_t threshold = options_.flush_min_events;
-  if (unread_before == 0 || (unread_before < threshold && unread() >= threshold)) {
+  const uint64_t read = std::min(read_.load(std::memory_order_seq_cst), published);
+  const uint64_t unread_before = published - read;
+  const uint64_t threshold = options_.flush_min_events;
+  if (unread_before == 0 || (unread_before < threshold && unread_before + n >= threshold)) {
     consumers_.NotifyOne(wake);
   }
   return n;
@@ -251,7 +272,7 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
                                  absl::Time deadline) {
   PublishResult result;
   internal::Wakeups wake;
-  internal::MutexLock lock(&mu_);
+  internal::MutexLock lock(&publish_mu_);
   internal::Waiter waiter(&producers_, wait_options_);
   bool blocked = false;
   for (;;) {
@@ -259,14 +280,15 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
       result.status = absl::CancelledError("producer cancelled");
       break;
     }
-    if (closed_) {
+    if (closed_.load(std::memory_order_relaxed)) {
       result.status = absl::UnavailableError("queue closed");
       break;
     }
+    const uint64_t freed = freed_.load(std::memory_order_seq_cst);
     const size_t accepted = Accept(producer, events.subspan(result.accepted), &wake);
     if (accepted > 0) {
       result.accepted += accepted;
-      result.last_index = published_;
+      result.last_index = published_.load(std::memory_order_relaxed);
     }
     if (result.accepted == events.size()) break;
     if (deadline == absl::InfinitePast()) {
@@ -280,80 +302,100 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
     if (!blocked) {
       // A buffered Get flushes early for blocked producers (see ReadyToFlush).
       blocked = true;
-      ++blocked_producers_;
-      if (unread() > 0) consumers_.NotifyOne(&wake);
+      blocked_producers_.fetch_add(1, std::memory_order_seq_cst);
+      consumers_.NotifyOne(&wake);
     }
-    waiter.Wait(&mu_, deadline, &wake);
+    waiter.Wait(
+        deadline,
+        [&] {
+          return freed_.load(std::memory_order_seq_cst) != freed || producer->cancelled ||
+                 closed_.load(std::memory_order_seq_cst);
+        },
+        &wake);
   }
-  if (blocked) --blocked_producers_;
-  if (result.accepted == 0) result.last_index = published_;
+  if (blocked) blocked_producers_.fetch_sub(1, std::memory_order_relaxed);
+  if (result.accepted == 0) result.last_index = published_.load(std::memory_order_relaxed);
   return result;
 }
 
 void QueueImpl::Cancel(ProducerState* producer) {
-  internal::MutexLock lock(&mu_);
+  internal::Wakeups wake;
+  internal::MutexLock lock(&publish_mu_);
   producer->cancelled = true;
-  producers_.NotifyAll();
+  producers_.NotifyAll(&wake);
 }
 
-bool QueueImpl::ReadyToFlush(size_t max_events) const {
-  const size_t n = unread();
-  if (n == 0) return false;
-  if (!buffered_ || closed_ || blocked_producers_ > 0) return true;
-  if (n >= std::min(options_.flush_min_events, max_events)) return true;
-  return absl::Now() >= first_unread_time_ + options_.flush_timeout;
+bool QueueImpl::ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const {
+  if (unread == 0) return false;
+  if (!buffered_ || closed || blocked_producers_.load(std::memory_order_seq_cst) > 0) return true;
+  if (unread >= std::min(options_.flush_min_events, max_events)) return true;
+  return absl::Now() >= FlushTime();
 }
 
 Batch QueueImpl::Get(size_t max_events, absl::Time deadline) {
   if (max_events == 0) return Batch();
   internal::Wakeups wake;
-  internal::MutexLock lock(&mu_);
+  internal::MutexLock lock(&get_mu_);
   internal::Waiter waiter(&consumers_, wait_options_);
-  while (!ReadyToFlush(max_events)) {
-    if (closed_ && unread() == 0) return Batch();
+  uint64_t read;  // re-read after every wait: other consumers take events meanwhile
+  uint64_t published;
+  for (;;) {
+    read = read_.load(std::memory_order_relaxed);
+    // closed_ first: once it is set, no event is published any more.
+    const bool closed = closed_.load(std::memory_order_seq_cst);
+    published = published_.load(std::memory_order_seq_cst);
+    const uint64_t unread = published - read;
+    if (ReadyToFlush(unread, max_events, closed)) break;
+    if (closed && unread == 0) return Batch();
     if (absl::Now() >= deadline) return Batch();
-    absl::Time until = deadline;
-    if (unread() > 0) until = std::min(until, first_unread_time_ + options_.flush_timeout);
-    waiter.Wait(&mu_, until);
+    const absl::Time until = unread > 0 ? std::min(deadline, FlushTime()) : deadline;
+    const int blocked = blocked_producers_.load(std::memory_order_relaxed);
+    waiter.Wait(until, [&] {
+      return published_.load(std::memory_order_seq_cst) != published ||
+             closed_.load(std::memory_order_seq_cst) != closed ||
+             blocked_producers_.load(std::memory_order_seq_cst) != blocked;
+    });
   }
-  const size_t n = std::min(max_events, unread());
-  const uint64_t first = read_ + 1;
-  read_ += n;
-  if (unread() > 0) consumers_.NotifyOne(&wake);
-  return MakeBatch(this, first, n);
+  const size_t n = std::min<uint64_t>(max_events, published - read);
+  read_.store(read + n, std::memory_order_seq_cst);
+  if (read + n < published) consumers_.NotifyOne(&wake);
+  return MakeBatch(this, read + 1, n);
 }
 
 void QueueImpl::Done(uint64_t first_index, size_t size) {
   const uint64_t last = first_index + size - 1;
   internal::Wakeups wake;
-  internal::MutexLock lock(&mu_);
-  if (first_index != persisted_ + 1) {
+  internal::MutexLock lock(&get_mu_);
+  uint64_t persisted = persisted_.load(std::memory_order_relaxed);
+  if (first_index != persisted + 1) {
     done_early_.push({first_index, last});
     return;
   }
-  persisted_ = last;
-  while (!done_early_.empty() && done_early_.top().first == persisted_ + 1) {
-    persisted_ = done_early_.top().second;
+  persisted = last;
+  while (!done_early_.empty() && done_early_.top().first == persisted + 1) {
+    persisted = done_early_.top().second;
     done_early_.pop();
   }
-  progress_.NotifyAll();
+  persisted_.store(persisted, std::memory_order_seq_cst);
+  progress_.NotifyAll(&wake);
   if (!acking_) AckPersisted(&wake);
 }
 
 void QueueImpl::AckPersisted(internal::Wakeups* wake) {
   acking_ = true;
-  while (freed_ < persisted_) {
-    const uint64_t from = freed_ + 1;
-    const uint64_t to = persisted_;
-    mu_.Unlock();
+  uint64_t freed = freed_.load(std::memory_order_relaxed);
+  while (freed < persisted_.load(std::memory_order_relaxed)) {
+    const uint64_t to = persisted_.load(std::memory_order_relaxed);
+    get_mu_.Unlock();
     wake->Send();
-    const size_t bytes = AckRange(from, to);
-    mu_.Lock();
-    freed_ = to;
-    bytes_ -= bytes;
+    const size_t bytes = AckRange(freed + 1, to);
+    get_mu_.Lock();
+    bytes_out_.store(bytes_out_.load(std::memory_order_relaxed) + bytes,
+                     std::memory_order_relaxed);
+    freed = to;
+    freed_.store(freed, std::memory_order_seq_cst);
     producers_.NotifyAll(wake);
-    // Under the mutex: once Drain sees the last free, the queue may be destroyed.
-    progress_.NotifyAll();
+    progress_.NotifyAll(wake);
   }
   acking_ = false;
 }
@@ -385,53 +427,63 @@ size_t QueueImpl::AckRange(uint64_t from, uint64_t to) {
   return bytes;
 }
 
-uint64_t QueueImpl::persisted_index() const {
-  internal::MutexLock lock(&mu_);
-  return persisted_;
-}
+uint64_t QueueImpl::persisted_index() const { return persisted_.load(std::memory_order_acquire); }
 
-uint64_t QueueImpl::published_index() const {
-  internal::MutexLock lock(&mu_);
-  return published_;
-}
+uint64_t QueueImpl::published_index() const { return published_.load(std::memory_order_acquire); }
 
 uint64_t QueueImpl::WaitPersisted(uint64_t index, absl::Time deadline) {
-  internal::MutexLock lock(&mu_);
+  internal::MutexLock lock(&get_mu_);
   internal::Waiter waiter(&progress_, wait_options_);
-  while (persisted_ <= index && !(closed_ && persisted_ == published_) &&
-         absl::Now() < deadline) {
-    waiter.Wait(&mu_, deadline);
+  for (;;) {
+    const bool closed = closed_.load(std::memory_order_seq_cst);
+    const uint64_t persisted = persisted_.load(std::memory_order_relaxed);
+    if (persisted > index || (closed && persisted == published_.load()) ||
+        absl::Now() >= deadline) {
+      return persisted;
+    }
+    waiter.Wait(deadline, [&] { return closed_.load(std::memory_order_seq_cst) != closed; });
   }
-  return persisted_;
 }
 
 void QueueImpl::Close() {
-  internal::MutexLock lock(&mu_);
-  closed_ = true;
-  consumers_.NotifyAll();
-  producers_.NotifyAll();
-  progress_.NotifyAll();
+  internal::Wakeups wake;
+  {
+    internal::MutexLock lock(&publish_mu_);
+    closed_.store(true, std::memory_order_seq_cst);
+  }
+  consumers_.NotifyAll(&wake);
+  producers_.NotifyAll(&wake);
+  progress_.NotifyAll(&wake);
 }
 
 uint64_t QueueImpl::Drain(absl::Time deadline) {
-  internal::MutexLock lock(&mu_);
+  internal::MutexLock lock(&get_mu_);
   internal::Waiter waiter(&progress_, wait_options_);
   // Waits for the ACKs too: once Drain returns 0, no callback runs any more.
-  while (freed_ < published_ && absl::Now() < deadline) waiter.Wait(&mu_, deadline);
-  return published_ - persisted_;
+  for (;;) {
+    const uint64_t published = published_.load(std::memory_order_seq_cst);
+    if (freed_.load(std::memory_order_relaxed) == published || absl::Now() >= deadline) {
+      return published - persisted_.load(std::memory_order_relaxed);
+    }
+    waiter.Wait(deadline,
+                [&] { return published_.load(std::memory_order_seq_cst) != published; });
+  }
 }
 
 Queue::Stats QueueImpl::stats() const {
-  internal::MutexLock lock(&mu_);
-  return {static_cast<size_t>(published_ - persisted_), bytes_};
+  const uint64_t persisted = persisted_.load();
+  const uint64_t bytes_out = bytes_out_.load();
+  return {static_cast<size_t>(published_.load() - persisted),
+          static_cast<size_t>(bytes_in_.load() - bytes_out)};
 }
 
 std::string QueueImpl::DebugString() const {
-  internal::MutexLock lock(&mu_);
-  return absl::StrCat("published=", published_, " read=", read_, " persisted=", persisted_,
-                      " freed=", freed_, " bytes=", bytes_, " done_early=", done_early_.size(),
-                      " acking=", acking_, " closed=", closed_,
-                      " blocked_producers=", blocked_producers_,
+  internal::MutexLock lock(&get_mu_);
+  return absl::StrCat("published=", published_.load(), " read=", read_.load(),
+                      " persisted=", persisted_.load(), " freed=", freed_.load(),
+                      " bytes=", bytes_in_.load() - bytes_out_.load(),
+                      " done_early=", done_early_.size(), " acking=", acking_,
+                      " closed=", closed_.load(), " blocked_producers=", blocked_producers_.load(),
                       " sleeping_consumers=", consumers_.sleepers(),
                       " sleeping_producers=", producers_.sleepers());
 }

@@ -6,10 +6,10 @@
 namespace shipper::queue::internal {
 namespace {
 
-// kPhased: about 10 us of spinning, then up to 50 yields, before it blocks. Spinning longer
+// kPhased: a few microseconds of spinning, then a few yields, before it blocks. Spinning longer
 // only burns the core a producer needs on a 2-core host.
 constexpr int kSpins = 256;
-constexpr int kYields = 50;
+constexpr int kYields = 8;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -21,51 +21,49 @@ inline void CpuRelax() {
 
 }  // namespace
 
-bool Waiter::Spin(uint32_t seen) const {
-  auto notified = [&] { return channel_->epoch_.load(std::memory_order_acquire) != seen; };
-  for (int i = 0; i < kSpins; ++i) {
-    if (notified()) return true;
-    CpuRelax();
+void Wakeups::Add(WaitChannel* channel, bool all) {
+  for (int i = 0; i < size_; ++i) {
+    if (channels_[i] == channel) {
+      all_[i] = all_[i] || all;
+      return;
+    }
   }
-  for (int i = 0; i < kYields; ++i) {
-    if (notified()) return true;
-    std::this_thread::yield();
-  }
-  return false;
+  if (size_ == kMax) Send();  // cannot happen with the queue's three channels
+  channels_[size_] = channel;
+  all_[size_++] = all;
 }
 
-void Waiter::Wait(Mutex* mu, absl::Time deadline, Wakeups* pending) {
-  if (pending != nullptr && !pending->empty()) {
-    mu->Unlock();
-    pending->Send();
-    mu->Lock();
-    return;  // the caller re-checks its condition anyway
-  }
+void Wakeups::Send() {
+  for (int i = 0; i < size_; ++i) channels_[i]->Signal(all_[i]);
+  size_ = 0;
+}
+
+bool Waiter::NapOrSpin(absl::Time deadline) {
   const int round = rounds_++;
+  Mutex* const mu = channel_->mu_;
   switch (options_.strategy) {
     case WaitStrategy::kSleeping: {
-      absl::Duration nap = std::min(pause_, deadline - absl::Now());
+      const absl::Duration nap = std::min(pause_, deadline - absl::Now());
       pause_ = std::min(pause_ * 2, options_.sleep_max);
       mu->Unlock();
       absl::SleepFor(nap);
       mu->Lock();
-      return;
+      return true;
     }
-    case WaitStrategy::kPhased:
-      if (round == 0) {
-        const uint32_t seen = channel_->epoch_.load(std::memory_order_relaxed);
-        mu->Unlock();
-        Spin(seen);
-        mu->Lock();
-        return;
-      }
-      break;  // then block
+    case WaitStrategy::kPhased: {
+      if (round > 0) return false;
+      const uint64_t seen = channel_->watched_->load(std::memory_order_relaxed);
+      auto moved = [&] { return channel_->watched_->load(std::memory_order_acquire) != seen; };
+      mu->Unlock();
+      for (int i = 0; i < kSpins && !moved(); ++i) CpuRelax();
+      for (int i = 0; i < kYields && !moved(); ++i) std::this_thread::yield();
+      mu->Lock();
+      return true;
+    }
     case WaitStrategy::kBlocking:
-      break;
+      return false;
   }
-  ++channel_->sleepers_;
-  channel_->cv_.Wait(mu, deadline);
-  --channel_->sleepers_;
+  return false;
 }
 
 }  // namespace shipper::queue::internal

@@ -1,19 +1,25 @@
 // How the queue's threads wait: one WaitChannel per kind of waiter (consumers waiting for events,
 // producers waiting for room, ...), and one Waiter per thread and wait.
 //
-// The waiting condition itself lives in the queue, under the queue's mutex. A Waiter only sleeps
-// (or spins, or naps) until the condition may have changed; the caller re-checks it in a loop:
+// The condition itself lives in the queue. A channel belongs to one mutex, under which waiters
+// check their condition; the state they wait for may be changed under another mutex (or none),
+// through atomics. A Waiter only sleeps (or spins, or naps) until that state may have changed; the
+// caller re-checks its condition in a loop:
 //
-//   Waiter waiter(&channel, options);
+//   Waiter waiter(&channel, options);           // holding channel's mutex
 //   while (!Ready()) {
 //     if (absl::Now() >= deadline) return ...;
-//     waiter.Wait(&mu_, deadline);
+//     waiter.Wait(deadline, [&] { return /* state differs from what Ready() saw */; });
 //   }
 //
-// whoever may have made the condition true calls channel.NotifyOne() or NotifyAll().
+// and whoever changes that state (with a seq_cst store or read-modify-write) calls
+// channel.NotifyOne(&wakeups) afterwards. A wake-up costs the notifier a load when nobody sleeps,
+// and a mutex round trip plus a futex syscall, sent after the notifier released its own locks,
+// when somebody does.
 //
-// Thread safety: every method of WaitChannel and Waiter requires the caller to hold the one mutex
-// that guards the channel (the same for every call). Waiter::Wait releases it while waiting.
+// Thread safety: Waiter::Wait requires the channel's mutex to be held and releases it while
+// waiting. NotifyOne/NotifyAll may be called from any thread, with or without any mutex; the
+// Wakeups they fill must be sent with no mutex held.
 #ifndef SHIPPER_QUEUE_WAIT_H_
 #define SHIPPER_QUEUE_WAIT_H_
 
@@ -26,8 +32,10 @@
 
 namespace shipper::queue::internal {
 
-// Signals decided under the mutex and sent once it is released, so that the woken thread does
-// not run into the mutex its waker still holds. Declare it before the lock it outlives.
+class WaitChannel;
+
+// Wake-ups decided while holding a mutex and sent once it is released, so that the woken thread
+// does not run into a mutex its waker still holds. Declare it before the locks it outlives.
 class Wakeups {
  public:
   Wakeups() = default;
@@ -36,64 +44,51 @@ class Wakeups {
   ~Wakeups() { Send(); }
 
   bool empty() const { return size_ == 0; }
-
-  // REQUIRES: the mutex is not held.
-  void Send() {
-    for (int i = 0; i < size_; ++i) all_[i] ? cvs_[i]->SignalAll() : cvs_[i]->Signal();
-    size_ = 0;
-  }
+  // REQUIRES: no mutex is held.
+  void Send();
 
  private:
   friend class WaitChannel;
-  void Add(CondVar* cv, bool all) {
-    for (int i = 0; i < size_; ++i) {
-      if (cvs_[i] == cv) {
-        all_[i] = all_[i] || all;
-        return;
-      }
-    }
-    if (size_ == kMax) Send();  // cannot happen with the queue's three channels
-    cvs_[size_] = cv;
-    all_[size_++] = all;
-  }
+  void Add(WaitChannel* channel, bool all);
 
-  static constexpr int kMax = 4;
-  CondVar* cvs_[kMax];
+  static constexpr int kMax = 4;  // the queue has three channels
+  WaitChannel* channels_[kMax];
   bool all_[kMax];
   int size_ = 0;
 };
 
 class WaitChannel {
  public:
-  WaitChannel() = default;
+  // Waiters hold `mu`. kPhased waiters spin until `watched` changes (or a while), then block.
+  WaitChannel(Mutex* mu, const std::atomic<uint64_t>* watched) : mu_(mu), watched_(watched) {}
   WaitChannel(const WaitChannel&) = delete;
   WaitChannel& operator=(const WaitChannel&) = delete;
 
-  // Wakes one waiter (all waiters). Costs a syscall only when a thread is asleep on the channel;
-  // with `later` the syscall happens when `later` is sent, after the mutex is released.
-  void NotifyOne(Wakeups* later = nullptr) { Notify(later, false); }
-  void NotifyAll(Wakeups* later = nullptr) { Notify(later, true); }
+  // Wakes one (all) of the threads asleep on the channel, once `later` is sent; a load when none
+  // sleeps. REQUIRES: the state change that calls for it was a seq_cst store or RMW.
+  void NotifyOne(Wakeups* later) { Notify(later, false); }
+  void NotifyAll(Wakeups* later) { Notify(later, true); }
 
-  int sleepers() const { return sleepers_; }
+  int sleepers() const { return sleepers_.load(std::memory_order_relaxed); }
 
  private:
   friend class Waiter;
+  friend class Wakeups;
 
   void Notify(Wakeups* later, bool all) {
-    // Spinning waiters watch `epoch_` without the mutex. Notifiers hold the mutex, so a plain
-    // load and store (no read-modify-write) is enough.
-    epoch_.store(epoch_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-    if (sleepers_ == 0) return;
-    if (later != nullptr) {
-      later->Add(&cv_, all);
-    } else {
-      all ? cv_.SignalAll() : cv_.Signal();
-    }
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) later->Add(this, all);
+  }
+  // Taking the mutex first ensures a waiter that registered is already inside cv_.Wait.
+  void Signal(bool all) {
+    mu_->Lock();
+    mu_->Unlock();
+    all ? cv_.SignalAll() : cv_.Signal();
   }
 
+  Mutex* const mu_;
+  const std::atomic<uint64_t>* const watched_;
   CondVar cv_;
-  int sleepers_ = 0;  // threads blocked in cv_
-  std::atomic<uint32_t> epoch_{0};
+  std::atomic<int> sleepers_{0};  // threads blocked in cv_ or about to be
 };
 
 struct WaitOptions {
@@ -107,15 +102,30 @@ class Waiter {
   Waiter(WaitChannel* channel, const WaitOptions& options)
       : channel_(channel), options_(options), pause_(options.sleep_min) {}
 
-  // REQUIRES: `mu` guards the channel and is held. Returns after a notify, at `deadline`, or
-  // earlier (spuriously); `mu` is held again on return. Sends `pending` wake-ups first, without
-  // the mutex: a thread must not sleep on signals it owes others.
-  void Wait(Mutex* mu, absl::Time deadline, Wakeups* pending = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(*mu);
+  // REQUIRES: the channel's mutex is held. Returns after a notify, at `deadline`, or earlier
+  // (spuriously), holding the mutex again. `changed()` is checked, under the mutex, after the
+  // waiter is registered as a sleeper and before it blocks: it must say whether the state that
+  // the caller's condition depends on moved since the caller checked it. Sends `pending` first,
+  // without the mutex: a thread must not sleep on wake-ups it owes others.
+  template <typename Changed>
+  void Wait(absl::Time deadline, Changed changed, Wakeups* pending = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(*channel_->mu_) {
+    if (pending != nullptr && !pending->empty()) {
+      channel_->mu_->Unlock();
+      pending->Send();
+      channel_->mu_->Lock();
+      return;  // the caller re-checks its condition anyway
+    }
+    if (NapOrSpin(deadline)) return;
+    channel_->sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    if (!changed()) channel_->cv_.Wait(channel_->mu_, deadline);
+    channel_->sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  }
 
  private:
-  // Spins, then yields, until the channel is notified; false if it gave up first.
-  bool Spin(uint32_t seen) const;
+  // kSleeping: naps; kPhased (first round only): spins, then yields. Returns false when the
+  // strategy says to block now. Releases and retakes the mutex when it returns true.
+  bool NapOrSpin(absl::Time deadline);
 
   WaitChannel* const channel_;
   const WaitOptions& options_;
