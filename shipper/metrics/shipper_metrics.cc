@@ -1,0 +1,243 @@
+#include "shipper/metrics/shipper_metrics.h"
+
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+#include "shipper/metrics/proc_stats.h"
+#include "shipper/version.h"
+
+namespace shipper::metrics {
+namespace {
+
+using Type = MetricFamily::Type;
+
+constexpr uint64_t kMicrosecond = 1000;
+constexpr uint64_t kMillisecond = 1000 * kMicrosecond;
+constexpr uint64_t kSecond = 1000 * kMillisecond;
+
+// From a fast local write (~100 µs) to a remote output backing off for tens of seconds.
+std::vector<uint64_t> LatencyBounds() {
+  return {100 * kMicrosecond, 250 * kMicrosecond, 500 * kMicrosecond, 1 * kMillisecond,
+          2500 * kMicrosecond, 5 * kMillisecond, 10 * kMillisecond, 25 * kMillisecond,
+          50 * kMillisecond,  100 * kMillisecond, 250 * kMillisecond, 500 * kMillisecond,
+          1 * kSecond,       2500 * kMillisecond, 5 * kSecond,      10 * kSecond,
+          30 * kSecond};
+}
+
+// Batches run from 1 event to shipper.output.bulk_max_size (4096 by default).
+std::vector<uint64_t> BatchSizeBounds() {
+  return {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536};
+}
+
+constexpr double kNanosecondsToSeconds = 1e-9;
+
+absl::string_view ReasonLabel(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kUuidMismatch:
+      return "uuid_mismatch";
+    case RejectReason::kQueueFull:
+      return "queue_full";
+    case RejectReason::kShuttingDown:
+      return "shutting_down";
+    case RejectReason::kCount:
+      break;
+  }
+  LOG(FATAL) << "not a reason: " << static_cast<int>(reason);
+}
+
+// Builds the collection: each Add* starts a family; Sample and Histogram add to the last one.
+class Collection {
+ public:
+  Collection& Add(absl::string_view name, absl::string_view help, Type type) {
+    families_.emplace_back();
+    families_.back().name = std::string(name);
+    families_.back().help = std::string(help);
+    families_.back().type = type;
+    return *this;
+  }
+  // Leaves the last family out of the periodic log line.
+  Collection& Unsummarized() {
+    families_.back().summarized = false;
+    return *this;
+  }
+  Collection& Sample(double value, std::string labels = "") {
+    families_.back().samples.push_back({std::move(labels), value});
+    return *this;
+  }
+  Collection& Histogram(const metrics::Histogram& histogram, std::string labels = "") {
+    families_.back().histograms.push_back({std::move(labels), histogram.Read()});
+    return *this;
+  }
+  std::vector<MetricFamily> Take() { return std::move(families_); }
+
+ private:
+  std::vector<MetricFamily> families_;
+};
+
+void CollectOutputs(const Family<OutputMetrics>& outputs, Collection* c) {
+  c->Add("shipper_output_write_duration_seconds",
+         "Time each output Write() of a batch took, failed or not.", Type::kHistogram);
+  outputs.ForEach([&](const std::string& labels, const OutputMetrics& m) {
+    c->Histogram(m.write_seconds, labels);
+  });
+  c->Add("shipper_output_errors_total", "Output writes that failed (each is retried).",
+         Type::kCounter);
+  outputs.ForEach([&](const std::string& labels, const OutputMetrics& m) {
+    c->Sample(m.errors.value(), labels);
+  });
+  c->Add("shipper_output_retries_total", "Output writes that retried a batch after a failure.",
+         Type::kCounter);
+  outputs.ForEach([&](const std::string& labels, const OutputMetrics& m) {
+    c->Sample(m.retries.value(), labels);
+  });
+  c->Add("shipper_events_dead_lettered_total",
+         "Events an output rejected for good, written to the dead-letter file instead.",
+         Type::kCounter);
+  outputs.ForEach([&](const std::string& labels, const OutputMetrics& m) {
+    c->Sample(m.dead_lettered.value(), labels);
+  });
+}
+
+void CollectRuntime(const Sources& sources, const Counter& retunes, Collection* c) {
+  if (sources.cpu != nullptr) {
+    const runtime::CpuQuota quota = sources.cpu->current();
+    c->Add("shipper_cpu_effective",
+           "CPUs the thread pools are sized for, and where that number came from "
+           "(cgroup2, cgroup1, cpuset, override or none).",
+           Type::kGauge)
+        .Sample(quota.effective_cpus, FormatLabels({{"source", quota.source}}));
+    c->Add("shipper_cpu_quota", "CPUs the cgroup's CFS quota grants (quota/period); 0: no quota.",
+           Type::kGauge)
+        .Sample(quota.quota_cpus());
+    c->Add("shipper_cpu_host", "Online CPUs of the host.", Type::kGauge).Sample(quota.host_cpus);
+    if (!quota.cgroup_dir.empty()) {
+      absl::StatusOr<CpuThrottling> throttling = ReadCpuThrottling(quota.cgroup_dir);
+      if (throttling.ok()) {
+        c->Add("shipper_cgroup_cpu_periods_total",
+               "CFS enforcement periods of the cgroup whose quota binds (cpu.stat nr_periods).",
+               Type::kCounter)
+            .Unsummarized()
+            .Sample(throttling->periods);
+        c->Add("shipper_cgroup_cpu_throttled_periods_total",
+               "Periods in which that cgroup used up its quota (cpu.stat nr_throttled).",
+               Type::kCounter)
+            .Sample(throttling->throttled_periods);
+        c->Add("shipper_cgroup_cpu_throttled_seconds_total",
+               "Time that cgroup's threads were held back by its quota (cpu.stat throttled time).",
+               Type::kCounter)
+            .Sample(throttling->throttled_seconds);
+      } else {
+        LOG_EVERY_N(WARNING, 100) << "metrics: " << throttling.status().message();
+      }
+    }
+  }
+  c->Add("shipper_cpu_retunes_total", "Times a changed CPU quota resized the thread pools.",
+         Type::kCounter)
+      .Sample(retunes.value());
+  if (sources.output_workers || sources.grpc_max_threads) {
+    c->Add("shipper_executor_threads",
+           "Threads of each pool Shipper sizes from the CPU quota: live output workers, and the "
+           "bound on gRPC's server threads.",
+           Type::kGauge);
+    if (sources.output_workers) c->Sample(sources.output_workers(), R"({pool="output"})");
+    if (sources.grpc_max_threads) c->Sample(sources.grpc_max_threads(), R"({pool="grpc"})");
+  }
+}
+
+void CollectProcess(const Sources& sources, Collection* c) {
+  absl::StatusOr<ProcessStats> stats = ReadProcessStats(sources.proc_root);
+  if (!stats.ok()) {
+    LOG_EVERY_N(WARNING, 100) << "metrics: " << stats.status().message();
+    return;
+  }
+  c->Add("process_resident_memory_bytes", "Resident memory size.", Type::kGauge)
+      .Sample(stats->resident_bytes);
+  c->Add("process_open_fds", "Open file descriptors.", Type::kGauge).Sample(stats->open_fds);
+  c->Add("process_threads", "Threads of the process.", Type::kGauge).Sample(stats->threads);
+  c->Add("process_cpu_seconds_total", "User and system CPU time spent.", Type::kCounter)
+      .Unsummarized()
+      .Sample(stats->cpu_seconds);
+  c->Add("process_start_time_seconds", "Start time of the process since the Unix epoch.",
+         Type::kGauge)
+      .Sample(stats->start_time_seconds);
+  c->Add("shipper_uptime_seconds", "Time since the process started.", Type::kGauge)
+      .Sample(absl::ToDoubleSeconds(absl::Now() - absl::FromUnixSeconds(0)) -
+              stats->start_time_seconds);
+}
+
+}  // namespace
+
+OutputMetrics::OutputMetrics() : write_seconds(LatencyBounds(), kNanosecondsToSeconds) {}
+
+ShipperMetrics::ShipperMetrics()
+    : batch_size_(BatchSizeBounds(), 1), persist_seconds_(LatencyBounds(), kNanosecondsToSeconds) {}
+
+ShipperMetrics& ShipperMetrics::Get() {
+  static ShipperMetrics* metrics = new ShipperMetrics();
+  return *metrics;
+}
+
+void ShipperMetrics::Published(size_t events, size_t accepted, uint64_t last_index,
+                               RejectReason reason, absl::Time start) {
+  events_received_.Add(events);
+  events_accepted_.Add(accepted);
+  if (accepted < events) events_rejected_[static_cast<size_t>(reason)].Add(events - accepted);
+  if (accepted > 0) persist_latency_.Accepted(last_index, start);
+}
+
+std::vector<MetricFamily> Collect(const Sources& sources) {
+  const ShipperMetrics& m = ShipperMetrics::Get();
+  Collection c;
+  c.Add("shipper_build_info", "Shipper's version; the value is always 1.", Type::kGauge)
+      .Sample(1, FormatLabels({{"version", kVersion}}));
+
+  c.Add("shipper_events_received_total", "Events in PublishEvents requests.", Type::kCounter)
+      .Sample(m.events_received_.value());
+  c.Add("shipper_events_accepted_total", "Events the queue accepted.", Type::kCounter)
+      .Sample(m.events_accepted_.value());
+  c.Add("shipper_events_rejected_total",
+        "Events not accepted, by reason: the client resends them (queue_full, shutting_down) or "
+        "rewinds (uuid_mismatch).",
+        Type::kCounter);
+  for (size_t r = 0; r < m.events_rejected_.size(); ++r) {
+    c.Sample(m.events_rejected_[r].value(),
+             FormatLabels({{"reason", ReasonLabel(static_cast<RejectReason>(r))}}));
+  }
+  if (sources.queue != nullptr) {
+    c.Add("shipper_events_persisted_total",
+          "Events handed off for good (written, or dead-lettered): the persisted index.",
+          Type::kCounter)
+        .Sample(sources.queue->persisted_index());
+    const queue::Queue::Stats stats = sources.queue->stats();
+    c.Add("shipper_queue_events", "Events in the queue: accepted and not yet persisted.",
+          Type::kGauge)
+        .Sample(stats.events);
+    c.Add("shipper_queue_bytes", "Bytes of decoded events in the queue.", Type::kGauge)
+        .Sample(stats.bytes);
+    c.Add("shipper_queue_max_events", "The queue's capacity in events.", Type::kGauge)
+        .Sample(sources.queue_max_events);
+    if (sources.queue_max_bytes > 0) {
+      c.Add("shipper_queue_max_bytes", "The queue's capacity in bytes.", Type::kGauge)
+          .Sample(sources.queue_max_bytes);
+    }
+  }
+  c.Add("shipper_persist_duration_seconds",
+        "Per publish call: from its start until the persisted index covers its last accepted "
+        "event.",
+        Type::kHistogram)
+      .Histogram(m.persist_seconds_);
+  c.Add("shipper_batch_events", "Events in each batch an output worker took from the queue.",
+        Type::kHistogram)
+      .Histogram(m.batch_size_);
+  CollectOutputs(m.outputs_, &c);
+
+  c.Add("shipper_grpc_requests_total", "gRPC calls finished, by method and status code.",
+        Type::kCounter);
+  m.grpc_requests_.ForEach(
+      [&](const std::string& labels, const Counter& counter) { c.Sample(counter.value(), labels); });
+
+  CollectRuntime(sources, m.cpu_retunes_, &c);
+  CollectProcess(sources, &c);
+  return c.Take();
+}
+
+}  // namespace shipper::metrics

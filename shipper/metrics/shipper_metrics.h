@@ -1,0 +1,101 @@
+// Every metric Shipper exposes, in one place: the hooks the pipeline updates (ShipperMetrics) and
+// Collect(), which names them, gives their help texts and reads the scrape-time gauges (queue
+// fill, CPU quota, cgroup throttling, /proc). README's "Metrics" section lists them.
+//
+// The hooks are process-wide, like the process metrics beside them: counters count since the
+// process started, as Prometheus expects. A process runs one Shipper (tests start the binary).
+//
+// Thread safety: the hooks may be updated from any thread (see metric.h); Collect() may run on
+// any thread while they are, as long as the Sources it reads are alive.
+#ifndef SHIPPER_SHIPPER_METRICS_SHIPPER_METRICS_H_
+#define SHIPPER_SHIPPER_METRICS_SHIPPER_METRICS_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "queue/queue.h"
+#include "runtime/cpu_monitor.h"
+#include "shipper/metrics/metric.h"
+#include "shipper/metrics/persist_latency.h"
+
+namespace shipper::metrics {
+
+// What Collect() reads at scrape time. Null / empty members are left out of the page.
+struct Sources {
+  const queue::Queue* queue = nullptr;
+  size_t queue_max_events = 0;
+  size_t queue_max_bytes = 0;  // 0: no byte limit
+  const runtime::CpuMonitor* cpu = nullptr;
+  std::function<int()> output_workers;    // live output worker threads
+  std::function<int()> grpc_max_threads;  // the bound on gRPC's server threads
+  std::string proc_root = "/proc";
+};
+
+// Every metric's current value: the hooks below, then what `sources` report now.
+std::vector<MetricFamily> Collect(const Sources& sources);
+
+// Why events of a publish call were not accepted.
+enum class RejectReason {
+  kUuidMismatch,  // FAILED_PRECONDITION: the client must rewind to its persisted index
+  kQueueFull,     // partial acceptance: the client resends the rest
+  kShuttingDown,  // UNAVAILABLE
+  kCount,
+};
+
+// One output's delivery metrics (label output="<name>").
+struct OutputMetrics {
+  OutputMetrics();
+  Histogram write_seconds;  // each Write() call, failed or not
+  Counter errors;           // failed Write() calls
+  Counter retries;          // writes of a batch after its first failed
+  Counter dead_lettered;    // events rejected for good and written to the dead-letter file
+};
+
+class ShipperMetrics {
+ public:
+  // The process's instance.
+  static ShipperMetrics& Get();
+
+  // Counts a publish call of `events` events of which the first `accepted` were taken (ending at
+  // queue index `last_index` when accepted > 0), the rest refused for `reason`. `start` is when
+  // the call began, for the publish → persisted latency.
+  void Published(size_t events, size_t accepted, uint64_t last_index, RejectReason reason,
+                 absl::Time start);
+  // The persisted index advanced to `index`.
+  void Persisted(uint64_t index) { persist_latency_.Persisted(index); }
+  // An output worker took a batch of `events`.
+  void BatchTaken(size_t events) { batch_size_.Observe(events); }
+  // The CPU monitor resized the pools.
+  void Retuned() { cpu_retunes_.Add(); }
+  // The delivery metrics of the output called `name` ("file", "redis", ...). Locks: look it up
+  // once per output and keep the reference.
+  OutputMetrics& Output(absl::string_view name) {
+    return outputs_.Get(FormatLabels({{"output", name}}));
+  }
+  // The request counter of a gRPC method (full path) and status code. Locks: see GrpcMetrics.
+  Counter& GrpcRequests(absl::string_view method, absl::string_view code) {
+    return grpc_requests_.Get(FormatLabels({{"method", method}, {"code", code}}));
+  }
+
+ private:
+  friend std::vector<MetricFamily> Collect(const Sources&);
+  ShipperMetrics();
+
+  Counter events_received_;
+  Counter events_accepted_;
+  std::array<Counter, static_cast<size_t>(RejectReason::kCount)> events_rejected_;
+  Histogram batch_size_;
+  Histogram persist_seconds_;
+  PersistLatency persist_latency_{&persist_seconds_};
+  Counter cpu_retunes_;
+  Family<OutputMetrics> outputs_;
+  Family<Counter> grpc_requests_;
+};
+
+}  // namespace shipper::metrics
+
+#endif  // SHIPPER_SHIPPER_METRICS_SHIPPER_METRICS_H_
