@@ -252,7 +252,7 @@ class Bench:
                 if r.get("partial_replies"):
                     record["partial_replies"] = r["partial_replies"]
                 if "output_bytes" in r:
-                    record["output_bytes"] = r["output_bytes"]
+                    record["output_bytes_on_disk"] = r["output_bytes"]
                 emit(record)
                 results[(target, shape)] = record
         return results
