@@ -25,6 +25,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <utility>
 #include <vector>
@@ -132,9 +133,10 @@ class QueueImpl final : public Queue {
  private:
   Slot& slot(uint64_t index) const { return slots_[index & mask_]; }
 
-  // Moves the longest prefix of `events` that fits into free slots; returns how many.
-  size_t Accept(ProducerState* producer, absl::Span<Event> events, internal::Wakeups* wake)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
+  // Moves the longest prefix of `events` that fits into the slots free up to `freed` into
+  // them; returns how many.
+  size_t Accept(ProducerState* producer, absl::Span<Event> events, uint64_t freed,
+                internal::Wakeups* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
   // Whether a Get for up to `max_events` should return now (the flush policy).
   bool ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
@@ -228,10 +230,10 @@ std::unique_ptr<Producer> QueueImpl::NewProducer(AckCallback on_ack) {
   return std::make_unique<ProducerImpl>(this, new ProducerState(std::move(on_ack)));
 }
 
-size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
+size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events, uint64_t freed,
                          internal::Wakeups* wake) {
   const uint64_t published = published_.load(std::memory_order_relaxed);
-  const uint64_t held = published - freed_.load(std::memory_order_acquire);
+  const uint64_t held = published - freed;
   const size_t room = options_.max_events - held;
   const size_t max_bytes = options_.max_bytes;
   const uint64_t bytes_in = bytes_in_.load(std::memory_order_relaxed);
@@ -273,7 +275,7 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
   PublishResult result;
   internal::Wakeups wake;
   internal::MutexLock lock(&publish_mu_);
-  internal::Waiter waiter(&producers_, wait_options_);
+  std::optional<internal::Waiter> waiter;  // only when it must wait
   bool blocked = false;
   for (;;) {
     if (producer->cancelled) {
@@ -285,7 +287,7 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
       break;
     }
     const uint64_t freed = freed_.load(std::memory_order_seq_cst);
-    const size_t accepted = Accept(producer, events.subspan(result.accepted), &wake);
+    const size_t accepted = Accept(producer, events.subspan(result.accepted), freed, &wake);
     if (accepted > 0) {
       result.accepted += accepted;
       result.last_index = published_.load(std::memory_order_relaxed);
@@ -305,7 +307,8 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
       blocked_producers_.fetch_add(1, std::memory_order_seq_cst);
       consumers_.NotifyOne(&wake);
     }
-    waiter.Wait(
+    if (!waiter) waiter.emplace(&producers_, wait_options_);
+    waiter->Wait(
         deadline,
         [&] {
           return freed_.load(std::memory_order_seq_cst) != freed || producer->cancelled ||

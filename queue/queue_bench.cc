@@ -27,6 +27,8 @@
 
 ABSL_FLAG(bool, quick, false, "short run: fewer events, 1 s idle measurements");
 ABSL_FLAG(std::string, filter, "", "only run benchmarks whose name contains this");
+ABSL_FLAG(std::string, wait_strategy, "",
+          "wait strategy of the queue in the throughput runs; empty: the default");
 ABSL_FLAG(int, repeat, 3, "throughput runs per benchmark (queue and baseline alternate); the "
           "best of each is printed, since other processes share the cores");
 
@@ -83,6 +85,9 @@ Run Measure(int producers, uint64_t total, Publish publish, Consume consume) {
 // sides move bare pointers.
 Run QueueRun(bool buffered, int producers, bool batch, uint64_t total) {
   Options options;
+  if (!absl::GetFlag(FLAGS_wait_strategy).empty()) {
+    options.wait_strategy = ParseWaitStrategy(absl::GetFlag(FLAGS_wait_strategy)).value();
+  }
   if (buffered) {
     options.flush_min_events = 1024;
     options.flush_timeout = absl::Milliseconds(5);

@@ -57,7 +57,7 @@ inline std::string VariantName(const Variant& v) {
                       std::string(WaitStrategyName(v.strategy)));
 }
 
-// Options for `v`; buffered queues flush at 8 events or after 30 ms.
+// Options for `v`; buffered queues flush at 8 events or after 50 ms.
 inline Options VariantOptions(const Variant& v) {
   Options options;
   options.wait_strategy = v.strategy;
@@ -65,7 +65,7 @@ inline Options VariantOptions(const Variant& v) {
   options.sleep_max = absl::Milliseconds(2);
   if (v.buffered) {
     options.flush_min_events = 8;
-    options.flush_timeout = absl::Milliseconds(30);
+    options.flush_timeout = absl::Milliseconds(50);
   }
   return options;
 }

@@ -11,14 +11,6 @@ namespace {
 constexpr int kSpins = 256;
 constexpr int kYields = 8;
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 }  // namespace
 
 void Wakeups::Add(WaitChannel* channel, bool all) {

@@ -41,7 +41,9 @@ class Wakeups {
   Wakeups() = default;
   Wakeups(const Wakeups&) = delete;
   Wakeups& operator=(const Wakeups&) = delete;
-  ~Wakeups() { Send(); }
+  ~Wakeups() {
+    if (size_ != 0) Send();
+  }
 
   bool empty() const { return size_ == 0; }
   // REQUIRES: no mutex is held.
