@@ -27,5 +27,9 @@ def cc_grpc_proto(name, srcs, deps = [], grpc = False, visibility = None):
         srcs = [o for o in outs if o.endswith(".cc")],
         hdrs = [o for o in outs if o.endswith(".h")],
         deps = deps + ["@system//:grpc++" if grpc else "@system//:protobuf"],
+        # Linked even when no symbol is used: a .pb.cc registers its descriptors at start, and
+        # server reflection can describe a service only if its file (referenced by nothing
+        # else, e.g. producer.pb.cc) made it into the binary.
+        alwayslink = True,
         visibility = visibility,
     )

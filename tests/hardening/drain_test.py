@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Graceful drain of the real shipper under continuous load: SIGTERM while 4 clients publish.
+Health turns NOT_SERVING, new publishes get UNAVAILABLE, the process exits 0 within
+shipper.shutdown_timeout, and every event whose reply the clients saw persisted is in the file
+output."""
+import json
+import os
+import signal
+import tempfile
+import threading
+import time
+import unittest
+
+import grpc
+
+from harness import (HEALTH_WATCH, NOT_SERVING, PUBLISH, SERVING, Shipper, messages,
+                     raw_unary)
+
+CLIENTS = 4
+BATCH = 200
+SHUTDOWN_TIMEOUT_S = 20
+
+
+class Client(threading.Thread):
+    """Publishes batches of uniquely numbered events until its first error."""
+
+    def __init__(self, address, uuid, number):
+        super().__init__(daemon=True)
+        self.channel = grpc.insecure_channel(address, options=[("client", number)])
+        self.publish = raw_unary(self.channel, PUBLISH)
+        self.uuid, self.number = uuid, number
+        self.replies = []  # (accepted_index, seqs accepted)
+        self.error = None
+
+    def run(self):
+        msg = messages()
+        seq = 0
+        while True:
+            req = msg.PublishRequest(uuid=self.uuid)
+            for s in range(seq, seq + BATCH):
+                req.events.add().fields.data["seq"].string_value = f"{self.number}-{s}"
+            try:
+                reply = msg.PublishReply.FromString(
+                    self.publish(req.SerializeToString(), timeout=30))
+            except grpc.RpcError as e:
+                self.error = e
+                return
+            n = reply.accepted_count
+            if n:
+                self.replies.append((reply.accepted_index,
+                                     [f"{self.number}-{s}" for s in range(seq, seq + n)]))
+            seq += n
+
+
+class DrainTest(unittest.TestCase):
+    def test_sigterm_under_load_loses_nothing_reported_persisted(self):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        out = os.path.join(tmp, "out")
+        shipper = Shipper(tmp, "-E", f"shipper.output.file.path={out}",
+                          "-E", "shipper.output.file.rotate_every_kb=4194304",  # keep all
+                          "-E", f"shipper.shutdown_timeout={SHUTDOWN_TIMEOUT_S}s")
+        msg = messages()
+        watcher = grpc.insecure_channel(shipper.address, options=[("watcher", 1)])
+        health_seen = []
+
+        def watch_health():
+            try:
+                for status in watcher.unary_stream(HEALTH_WATCH, request_serializer=None,
+                                                   response_deserializer=None)(b"", timeout=60):
+                    health_seen.append(status)
+            except grpc.RpcError:
+                pass  # the server went away: the statuses before it are what counts
+
+        persisted = [0]
+
+        def follow_persisted():
+            follow = watcher.unary_stream(
+                "/elastic.agent.shipper.v1.Producer/PersistedIndex",
+                request_serializer=msg.PersistedIndexRequest.SerializeToString,
+                response_deserializer=msg.PersistedIndexReply.FromString)
+            try:
+                for reply in follow(msg.PersistedIndexRequest(polling_interval={"nanos": 10**7}),
+                                    timeout=60):
+                    persisted[0] = max(persisted[0], reply.persisted_index)
+            except grpc.RpcError:
+                pass
+
+        threads = [threading.Thread(target=watch_health, daemon=True),
+                   threading.Thread(target=follow_persisted, daemon=True)]
+        clients = [Client(shipper.address, shipper.uuid, i) for i in range(CLIENTS)]
+        for t in threads + clients:
+            t.start()
+        time.sleep(2)  # load is flowing
+        self.assertTrue(all(c.replies for c in clients), "every client published before")
+
+        shipper.proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        code = shipper.proc.wait(timeout=SHUTDOWN_TIMEOUT_S + 10)
+        elapsed = time.monotonic() - signalled
+        for t in threads + clients:
+            t.join(timeout=30)
+        watcher.close()
+        log = shipper.text()
+        self.assertEqual(code, 0, log)
+        self.assertLess(elapsed, SHUTDOWN_TIMEOUT_S + 2, log)
+        self.assertIn("events delivered", log)
+
+        self.assertEqual(health_seen[:1], [SERVING])
+        self.assertIn(NOT_SERVING, health_seen, "health never turned NOT_SERVING while draining")
+        for c in clients:
+            self.assertIsNotNone(c.error, "client still publishing after exit")
+            self.assertEqual(c.error.code(), grpc.StatusCode.UNAVAILABLE, c.error.details())
+
+        written = set()
+        for name in os.listdir(out):
+            with open(os.path.join(out, name)) as f:
+                for line in f:
+                    written.add(json.loads(line)["seq"])
+        seen_persisted = [s for c in clients for index, seqs in c.replies
+                          if index <= persisted[0] for s in seqs]
+        self.assertGreater(len(seen_persisted), 0)
+        missing = [s for s in seen_persisted if s not in written]
+        self.assertEqual(missing, [], f"{len(missing)} events reported persisted are missing")
+        print(f"drain: {len(seen_persisted)} events seen persisted (index <= {persisted[0]}), "
+              f"{len(written)} written, exit {code} after {elapsed:.2f}s")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
