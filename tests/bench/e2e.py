@@ -219,7 +219,7 @@ class Bench:
                     r["loadavg"] = os.getloadavg()[0]
                     log(name, "run %d: %.0f events/s" % (rep + 1, r["persisted_per_sec"]))
                     runs[target].append(r)
-            null_eps = None
+            null_eps = null_cpu = None
             for target in targets:
                 name = "e2e/%s/%s" % (target, shape)
                 good = [r for r in runs[target] if "error" not in r]
@@ -228,9 +228,10 @@ class Bench:
                     continue
                 r = max(good, key=lambda x: x["persisted_per_sec"])
                 eps = r["persisted_per_sec"]
-                if target == "null":
-                    null_eps = eps
                 n = max(r["events_persisted"], 1)
+                cpu_per_million = r["server_cpu_sec"] / n * 1e6
+                if target == "null":
+                    null_eps, null_cpu = eps, cpu_per_million
                 record = {
                     "name": name,
                     "events_per_sec": round(eps),
@@ -238,7 +239,11 @@ class Bench:
                     "ratio": round(eps / null_eps, 3) if null_eps else None,
                     "p50_ms": r["p50_ms"],
                     "p99_ms": r["p99_ms"],
-                    "shipper_cpu_sec_per_million": round(r["server_cpu_sec"] / n * 1e6, 3),
+                    "shipper_cpu_sec_per_million": round(cpu_per_million, 3),
+                    # Null server CPU per event / this server's: steadier than the throughput
+                    # ratio when other processes compete for the cores.
+                    "cpu_ratio": (round(null_cpu / cpu_per_million, 3)
+                                  if null_cpu and cpu_per_million else None),
                     "rss_mb": round(r["rss_mb"], 1),
                     "events": r["events_persisted"],
                     "event_bytes": r["event_bytes"],
