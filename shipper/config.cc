@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -35,6 +36,8 @@ struct Key {
   std::string help;
   std::function<absl::Status(const std::string& scalar, Draft&)> set;
   std::function<std::string(Draft&)> show;
+  // Also takes a YAML list of scalars, handed to `set` joined by commas.
+  bool list = false;
 };
 
 // Each key reads and writes one field of the draft.
@@ -129,6 +132,59 @@ Key Enum(std::string name, std::string help, std::string choices,
       [show](const T& v) { return std::string(show(v)); }, std::move(field));
 }
 
+// One of a fixed set of names.
+template <typename T>
+Key Choice(std::string name, std::string help, std::vector<std::pair<std::string, T>> choices,
+           Field<T> field) {
+  std::vector<std::string> names;
+  for (const auto& choice : choices) names.push_back(choice.first);
+  return Typed<T>(
+      std::move(name), std::move(help), absl::StrCat("one of ", absl::StrJoin(names, "|")),
+      [choices](const std::string& s) -> std::optional<T> {
+        for (const auto& [n, v] : choices) {
+          if (n == s) return v;
+        }
+        return std::nullopt;
+      },
+      [choices](const T& v) {
+        for (const auto& [n, c] : choices) {
+          if (c == v) return n;
+        }
+        return std::string();
+      },
+      std::move(field));
+}
+
+// File permissions in octal, as Beats writes them (0600).
+Key Permissions(std::string name, std::string help, Field<uint32_t> field) {
+  return Typed<uint32_t>(
+      std::move(name), std::move(help), "octal permissions from 0000 to 0777, such as 0600",
+      [](const std::string& s) -> std::optional<uint32_t> {
+        if (s.empty() || s.size() > 4 || s.find_first_not_of("01234567") != std::string::npos) {
+          return std::nullopt;
+        }
+        return static_cast<uint32_t>(std::stoul(s, nullptr, 8));
+      },
+      [](const uint32_t& v) { return absl::StrFormat("%04o", v); }, std::move(field));
+}
+
+// A YAML list, or one scalar of comma-separated items.
+Key StringList(std::string name, std::string help, Field<std::vector<std::string>> field) {
+  Key key = Typed<std::vector<std::string>>(
+      std::move(name), std::move(help), "a list of non-empty strings",
+      [](const std::string& s) -> std::optional<std::vector<std::string>> {
+        std::vector<std::string> items = absl::StrSplit(s, ',');
+        for (std::string& item : items) {
+          item = std::string(absl::StripAsciiWhitespace(item));
+          if (item.empty()) return std::nullopt;
+        }
+        return items;
+      },
+      [](const std::vector<std::string>& v) { return absl::StrJoin(v, ","); }, std::move(field));
+  key.list = true;
+  return key;
+}
+
 Key OutputEnabled(const std::string& output, OutputKind kind, std::string help) {
   return Bool(absl::StrCat("shipper.output.", output, ".enabled"), std::move(help),
               [kind](Draft& d) -> bool& { return d.enabled[kind]; });
@@ -164,7 +220,56 @@ const std::vector<Key>& Keys() {
              [](Draft& d) -> std::string& { return d.config.file.path; }),
       String("shipper.output.file.filename", "file name inside path",
              [](Draft& d) -> std::string& { return d.config.file.filename; }),
+      Size("shipper.output.file.rotate_every_kb",
+           "rotate the file before it grows past this many KiB", 1, false,
+           [](Draft& d) -> size_t& { return d.config.file.rotate_every_kb; }),
+      Size("shipper.output.file.number_of_files",
+           "files kept: filename, filename.1, ...; the oldest is deleted on rotation", 2, false,
+           [](Draft& d) -> size_t& { return d.config.file.number_of_files; }),
+      Permissions("shipper.output.file.permissions", "permissions of the files created",
+                  [](Draft& d) -> uint32_t& { return d.config.file.permissions; }),
+      Choice<FsyncPolicy>(
+          "shipper.output.file.fsync",
+          "batch: flush each batch to disk before it counts as persisted; never: leave it to "
+          "the kernel",
+          {{"batch", FsyncPolicy::kBatch}, {"never", FsyncPolicy::kNever}},
+          [](Draft& d) -> FsyncPolicy& { return d.config.file.fsync; }),
       OutputEnabled("console", OutputKind::kConsole, "write NDJSON to stdout, for debugging"),
+      OutputEnabled("redis", OutputKind::kRedis, "send events to Redis"),
+      StringList("shipper.output.redis.hosts",
+                 "Redis servers as host:port; the next is tried when one fails",
+                 [](Draft& d) -> std::vector<std::string>& { return d.config.redis.hosts; }),
+      String("shipper.output.redis.key",
+             "list, channel or stream name; %{[data_stream.dataset]} takes it from each event, "
+             "%{[field]:default} when the field may be missing",
+             [](Draft& d) -> std::string& { return d.config.redis.key; }),
+      Choice<RedisDatatype>(
+          "shipper.output.redis.datatype", "RPUSH to a list, PUBLISH to a channel, XADD to a stream",
+          {{"list", RedisDatatype::kList},
+           {"channel", RedisDatatype::kChannel},
+           {"stream", RedisDatatype::kStream}},
+          [](Draft& d) -> RedisDatatype& { return d.config.redis.datatype; }),
+      Size("shipper.output.redis.db", "Redis database number (SELECT)", 0, false,
+           [](Draft& d) -> size_t& { return d.config.redis.db; }),
+      String("shipper.output.redis.password", "Redis password (AUTH); unset: none",
+             [](Draft& d) -> std::string& { return d.config.redis.password; }),
+      Duration("shipper.output.redis.timeout", "connect and reply timeout",
+               [](Draft& d) -> absl::Duration& { return d.config.redis.timeout; }),
+      OutputEnabled("shipper", OutputKind::kShipper,
+                    "forward events to another Shipper (aggregator tier)"),
+      String("shipper.output.shipper.server",
+             "the next Shipper's address: host:port or unix:///path",
+             [](Draft& d) -> std::string& { return d.config.shipper.server; }),
+      Duration("shipper.output.shipper.timeout", "deadline of each PublishEvents call",
+               [](Draft& d) -> absl::Duration& { return d.config.shipper.timeout; }),
+      Duration("shipper.output.backoff.init",
+               "first wait before an output retries a failed batch; doubles up to backoff.max",
+               [](Draft& d) -> absl::Duration& { return d.config.backoff_init; }),
+      Duration("shipper.output.backoff.max", "longest wait between retries (they never stop)",
+               [](Draft& d) -> absl::Duration& { return d.config.backoff_max; }),
+      String("shipper.dead_letter.path",
+             "NDJSON file for events an output rejects for good (unset: logged at ERROR)",
+             [](Draft& d) -> std::string& { return d.config.dead_letter_path; }),
       OutputEnabled("discard", OutputKind::kDiscard, "count and drop events, for benchmarks"),
       Enum<runtime::Rounding>(
           "shipper.cpu.rounding", "how a fractional CPU quota becomes a thread count",
@@ -219,6 +324,19 @@ absl::Status Set(const std::string& name, const YAML::Node& node, absl::string_v
                  Draft& draft) {
   for (const Key& key : Keys()) {
     if (key.name != name) continue;
+    if (key.list && node.IsSequence()) {
+      std::vector<std::string> items;
+      for (const YAML::Node& item : node) {
+        if (!item.IsScalar()) {
+          return absl::InvalidArgumentError(absl::StrCat(where, "config key '", name,
+                                                         "': expected ", key.expected));
+        }
+        items.push_back(item.Scalar());
+      }
+      absl::Status status = key.set(absl::StrJoin(items, ","), draft);
+      if (!status.ok()) return absl::InvalidArgumentError(absl::StrCat(where, status.message()));
+      return absl::OkStatus();
+    }
     if (!node.IsScalar()) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, "config key '", name, "': expected ", key.expected, ", got a ",
@@ -251,15 +369,29 @@ absl::Status SetTree(const std::string& prefix, const YAML::Node& node, absl::st
   return Set(prefix, node, Where(source, node), draft);
 }
 
+// What no single key can check on its own.
+absl::StatusOr<Config> Validate(Config config) {
+  if (config.output == OutputKind::kShipper && config.shipper.server.empty()) {
+    return absl::InvalidArgumentError(
+        "config: the shipper output needs shipper.output.shipper.server (the next Shipper's "
+        "address)");
+  }
+  if (config.backoff_max < config.backoff_init) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config: shipper.output.backoff.max (", absl::FormatDuration(config.backoff_max),
+        ") is below shipper.output.backoff.init (", absl::FormatDuration(config.backoff_init),
+        ")"));
+  }
+  return config;
+}
+
 // Decides the one active output: an error names every enabled one when there are several.
 absl::Status ChooseOutput(Draft& draft) {
   std::vector<std::string> names;
   for (const auto& [kind, on] : draft.enabled) {
     if (!on) continue;
     draft.config.output = kind;
-    names.push_back(kind == OutputKind::kFile      ? "file"
-                    : kind == OutputKind::kConsole ? "console"
-                                                   : "discard");
+    names.emplace_back(OutputName(kind));
   }
   if (names.size() > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -270,6 +402,22 @@ absl::Status ChooseOutput(Draft& draft) {
 }
 
 }  // namespace
+
+absl::string_view OutputName(OutputKind kind) {
+  switch (kind) {
+    case OutputKind::kFile:
+      return "file";
+    case OutputKind::kConsole:
+      return "console";
+    case OutputKind::kDiscard:
+      return "discard";
+    case OutputKind::kRedis:
+      return "redis";
+    case OutputKind::kShipper:
+      return "shipper";
+  }
+  return "unknown";
+}
 
 absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view source,
                                    const std::vector<std::string>& overrides) {
@@ -301,7 +449,7 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
     }
   }
   if (absl::Status status = ChooseOutput(draft); !status.ok()) return status;
-  return draft.config;
+  return Validate(draft.config);
 }
 
 absl::StatusOr<Config> LoadConfig(const std::string& path,

@@ -9,6 +9,7 @@
 #ifndef SHIPPER_SHIPPER_CONFIG_H_
 #define SHIPPER_SHIPPER_CONFIG_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,13 @@
 
 namespace shipper {
 
-enum class OutputKind { kFile, kConsole, kDiscard };
+enum class OutputKind { kFile, kConsole, kDiscard, kRedis, kShipper };
+// When the file output flushes to disk: after every batch (before it counts as persisted), or
+// never (the kernel decides; a machine crash may lose what was reported persisted).
+enum class FsyncPolicy { kBatch, kNever };
+// How the Redis output stores each event: RPUSH onto a list, PUBLISH to a channel, XADD to a
+// stream.
+enum class RedisDatatype { kList, kChannel, kStream };
 
 struct Config {
   // gRPC listen address: host:port (port 0 picks a free one) or unix:///path.
@@ -34,7 +41,31 @@ struct Config {
   struct FileOutput {
     std::string path = "./data";  // a directory
     std::string filename = "shipper.ndjson";
+    size_t rotate_every_kb = 10240;  // Beats' default: 10 MiB per file
+    size_t number_of_files = 7;      // filename, filename.1, ... filename.6
+    uint32_t permissions = 0600;     // of files the output creates
+    FsyncPolicy fsync = FsyncPolicy::kBatch;
   } file;
+  struct RedisOutput {
+    std::vector<std::string> hosts = {"127.0.0.1:6379"};  // host:port; the next on failure
+    std::string key = "shipper";  // may hold %{[field.path]} or %{[field.path]:default}
+    RedisDatatype datatype = RedisDatatype::kList;
+    size_t db = 0;
+    std::string password;  // empty: no AUTH
+    absl::Duration timeout = absl::Seconds(5);
+  } redis;
+  struct ShipperOutput {
+    std::string server;  // the next Shipper: host:port or unix:///path
+    absl::Duration timeout = absl::Seconds(30);  // per PublishEvents call
+  } shipper;
+
+  // Retry policy of every output for transient failures: exponential backoff with jitter from
+  // backoff_init up to backoff_max, retrying without limit.
+  absl::Duration backoff_init = absl::Seconds(1);
+  absl::Duration backoff_max = absl::Seconds(60);
+  // NDJSON file for events an output rejects for good; empty: they are logged (with the
+  // document) at ERROR instead.
+  std::string dead_letter_path;
 
   struct Cpu {
     int override_cpus = 0;  // > 0 from --cpus or SHIPPER_CPUS; set by main, not a key
@@ -54,6 +85,9 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
 // Same, from YAML text instead of a file (`source` names it in errors).
 absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view source,
                                    const std::vector<std::string>& overrides);
+
+// "file", "console", "discard", "redis" or "shipper": the <name> in shipper.output.<name>.
+absl::string_view OutputName(OutputKind kind);
 
 // One line per key with its default and meaning, for --help.
 std::string ConfigKeysHelp();

@@ -134,5 +134,99 @@ TEST(ConfigTest, HelpListsEveryKeyWithItsDefault) {
   EXPECT_THAT(help, HasSubstr("shipper.output.file.filename = shipper.ndjson"));
 }
 
+TEST(ConfigTest, OutputKeysHaveBeatsDefaults) {
+  absl::StatusOr<Config> config = Parse("");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->file.rotate_every_kb, 10240u);
+  EXPECT_EQ(config->file.number_of_files, 7u);
+  EXPECT_EQ(config->file.permissions, 0600u);
+  EXPECT_EQ(config->file.fsync, FsyncPolicy::kBatch);
+  EXPECT_EQ(config->redis.hosts, std::vector<std::string>{"127.0.0.1:6379"});
+  EXPECT_EQ(config->redis.datatype, RedisDatatype::kList);
+  EXPECT_EQ(config->redis.timeout, absl::Seconds(5));
+  EXPECT_EQ(config->backoff_init, absl::Seconds(1));
+  EXPECT_EQ(config->backoff_max, absl::Seconds(60));
+  EXPECT_EQ(config->dead_letter_path, "");
+}
+
+TEST(ConfigTest, FileOutputRotationPermissionsAndFsync) {
+  absl::StatusOr<Config> config = Parse(R"(
+shipper.output.file:
+  rotate_every_kb: 64
+  number_of_files: 3
+  permissions: 0640
+  fsync: never
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->file.rotate_every_kb, 64u);
+  EXPECT_EQ(config->file.number_of_files, 3u);
+  EXPECT_EQ(config->file.permissions, 0640u);
+  EXPECT_EQ(config->file.fsync, FsyncPolicy::kNever);
+  EXPECT_THAT(Error("shipper.output.file.permissions: 0800"), HasSubstr("octal permissions"));
+  EXPECT_THAT(Error("shipper.output.file.permissions: 07777"), HasSubstr("octal permissions"));
+  EXPECT_THAT(Error("shipper.output.file.number_of_files: 1"),
+              HasSubstr("expected a whole number >= 2"));
+  EXPECT_THAT(Error("shipper.output.file.fsync: sometimes"),
+              HasSubstr("expected one of batch|never, got 'sometimes'"));
+}
+
+TEST(ConfigTest, RedisOutputKeys) {
+  absl::StatusOr<Config> config = Parse(R"(
+shipper.output.redis:
+  enabled: true
+  hosts: ["10.0.0.1:6379", "10.0.0.2:6380"]
+  key: "logs-%{[data_stream.dataset]}"
+  datatype: stream
+  db: 3
+  password: secret
+  timeout: 2s
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->output, OutputKind::kRedis);
+  EXPECT_EQ(config->redis.hosts, (std::vector<std::string>{"10.0.0.1:6379", "10.0.0.2:6380"}));
+  EXPECT_EQ(config->redis.key, "logs-%{[data_stream.dataset]}");
+  EXPECT_EQ(config->redis.datatype, RedisDatatype::kStream);
+  EXPECT_EQ(config->redis.db, 3u);
+  EXPECT_EQ(config->redis.password, "secret");
+  EXPECT_EQ(config->redis.timeout, absl::Seconds(2));
+  config = Parse("", {"shipper.output.redis.hosts=a:1, b:2", "shipper.output.redis.datatype=channel"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->redis.hosts, (std::vector<std::string>{"a:1", "b:2"}));
+  EXPECT_EQ(config->redis.datatype, RedisDatatype::kChannel);
+  EXPECT_THAT(Error("shipper.output.redis.hosts: [a, {b: c}]"), HasSubstr("a list of non-empty"));
+  EXPECT_THAT(Error("shipper.output.redis.hosts: 'a,,b'"), HasSubstr("a list of non-empty"));
+  EXPECT_THAT(Error("shipper.output.redis.datatype: set"), HasSubstr("list|channel|stream"));
+}
+
+TEST(ConfigTest, ShipperOutputNeedsAServer) {
+  absl::StatusOr<Config> config = Parse(
+      "shipper.output.shipper: {enabled: true, server: 'aggregator:50051', timeout: 3s}");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->output, OutputKind::kShipper);
+  EXPECT_EQ(config->shipper.server, "aggregator:50051");
+  EXPECT_EQ(config->shipper.timeout, absl::Seconds(3));
+  EXPECT_THAT(Error("shipper.output.shipper.enabled: true"),
+              HasSubstr("needs shipper.output.shipper.server"));
+}
+
+TEST(ConfigTest, BackoffAndDeadLetterPath) {
+  absl::StatusOr<Config> config =
+      Parse("shipper.output.backoff: {init: 50ms, max: 2s}\nshipper.dead_letter.path: /tmp/dl");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->backoff_init, absl::Milliseconds(50));
+  EXPECT_EQ(config->backoff_max, absl::Seconds(2));
+  EXPECT_EQ(config->dead_letter_path, "/tmp/dl");
+  EXPECT_THAT(Error("shipper.output.backoff: {init: 5s, max: 1s}"),
+              HasSubstr("shipper.output.backoff.max (1s) is below shipper.output.backoff.init"));
+}
+
+TEST(ConfigTest, TwoOfTheNewOutputsAreRefusedNamingBoth) {
+  std::string error = Error("", {"shipper.output.redis.enabled=true",
+                                 "shipper.output.shipper.enabled=true",
+                                 "shipper.output.shipper.server=x:1"});
+  EXPECT_THAT(error, HasSubstr("exactly one output"));
+  EXPECT_THAT(error, HasSubstr("redis, shipper"));
+}
+
 }  // namespace
 }  // namespace shipper

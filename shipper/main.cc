@@ -15,6 +15,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "glog/logging.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/signals.h"
@@ -67,6 +68,11 @@ std::string Destination(const shipper::Config& config) {
       return "console (stdout)";
     case shipper::OutputKind::kDiscard:
       return "discard (events are counted and dropped)";
+    case shipper::OutputKind::kRedis:
+      return absl::StrCat("redis ", absl::StrJoin(config.redis.hosts, ","), " key ",
+                          config.redis.key);
+    case shipper::OutputKind::kShipper:
+      return absl::StrCat("shipper at ", config.shipper.server);
   }
   return "";
 }

@@ -18,16 +18,11 @@
 #include "runtime/cpu_monitor.h"
 #include "runtime/executor_sizing.h"
 #include "runtime/worker_pool.h"
-#include "shipper/output/output.h"
+#include "shipper/output/delivery.h"
 #include "shipper/producer_service.h"
 
 namespace shipper {
 namespace {
-
-// How long an idle output worker blocks in Get() before it checks whether its pool shrank.
-constexpr absl::Duration kWorkerPoll = absl::Milliseconds(500);
-constexpr absl::Duration kBackoffInit = absl::Milliseconds(100);
-constexpr absl::Duration kBackoffMax = absl::Seconds(10);
 
 std::string NewUuid() {
   absl::BitGen gen;
@@ -49,9 +44,9 @@ class ShipperImpl final : public Shipper {
     absl::StatusOr<std::unique_ptr<queue::Queue>> queue = queue::Queue::Create(config_.queue);
     if (!queue.ok()) return queue.status();
     queue_ = *std::move(queue);
-    absl::StatusOr<std::unique_ptr<Output>> output = NewOutput(config_);
-    if (!output.ok()) return output.status();
-    output_ = *std::move(output);
+    absl::StatusOr<std::unique_ptr<Delivery>> delivery = Delivery::Create(config_, queue_.get());
+    if (!delivery.ok()) return delivery.status();
+    delivery_ = *std::move(delivery);
 
     runtime::CpuQuotaOptions cpu_options;
     cpu_options.rounding = config_.cpu.rounding;
@@ -61,7 +56,7 @@ class ShipperImpl final : public Shipper {
     grpc_quota_.SetMaxThreads(runtime::GrpcSyncServerMaxThreads(cpus));
     workers_ = std::make_unique<runtime::WorkerPool>(
         "output", runtime::OutputWorkers(cpus),
-        [this](const runtime::WorkerPool::Worker& self) { DeliverLoop(self); });
+        [this](const runtime::WorkerPool::Worker& self) { delivery_->Run(self); });
 
     service_ = std::make_unique<ProducerService>(queue_.get(), uuid_);
     grpc::EnableDefaultHealthCheckService(true);
@@ -107,7 +102,7 @@ class ShipperImpl final : public Shipper {
     queue_->Close();
     report_.left = queue_->Drain(absl::Now() + config_.shutdown_timeout);
     report_.delivered = queue_->persisted_index();
-    give_up_.Notify();
+    delivery_->GiveUp();
     workers_->Stop();
     service_->EndStreams();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
@@ -118,33 +113,12 @@ class ShipperImpl final : public Shipper {
   }
 
  private:
-  // One output worker: takes batches and marks them done once the output confirms them,
-  // retrying failures with exponential backoff until Stop() gives up.
-  void DeliverLoop(const runtime::WorkerPool::Worker& self) {
-    while (!self.stopping()) {
-      queue::Batch batch = queue_->Get(config_.bulk_max_size, absl::Now() + kWorkerPoll);
-      if (batch.empty()) continue;
-      absl::Duration backoff = kBackoffInit;
-      for (absl::Status status = output_->Write(batch); !status.ok();
-           status = output_->Write(batch)) {
-        LOG(WARNING) << "output failed, retrying " << batch.size() << " events in "
-                     << backoff << ": " << status;
-        if (give_up_.WaitForNotificationWithTimeout(backoff)) {
-          batch.Abandon();
-          return;
-        }
-        backoff = std::min(2 * backoff, kBackoffMax);
-      }
-      batch.Done();
-    }
-  }
-
   const Config config_;
   const std::string uuid_;
   std::string address_;
   grpc::ResourceQuota grpc_quota_;
   std::unique_ptr<queue::Queue> queue_;
-  std::unique_ptr<Output> output_;
+  std::unique_ptr<Delivery> delivery_;  // the output, its retries and dead letters
   std::unique_ptr<runtime::WorkerPool> workers_;  // output workers
   std::unique_ptr<ProducerService> service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // PublishEvents calls
@@ -152,7 +126,6 @@ class ShipperImpl final : public Shipper {
   std::unique_ptr<runtime::WorkerPool> grpc_workers_;  // serve cq_
   // Last: destroyed first, its listener resizes the pools above.
   std::unique_ptr<runtime::CpuMonitor> cpu_;
-  absl::Notification give_up_;  // the drain deadline passed: abandon failing batches
 
   absl::Mutex stop_mu_;
   bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;

@@ -1,0 +1,41 @@
+// A batch encoded once, as NDJSON, by the one event encoder (shipper/event_json.h).
+//
+// Outputs that write the whole batch take ndjson(); outputs that send events one by one (Redis)
+// take document(i). Either way each event is encoded exactly once.
+//
+// Thread safety: one thread uses a BatchJson; outputs keep one per worker thread and reuse its
+// buffer from batch to batch.
+#ifndef SHIPPER_SHIPPER_OUTPUT_BATCH_JSON_H_
+#define SHIPPER_SHIPPER_OUTPUT_BATCH_JSON_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "queue/queue.h"
+#include "rapidjson/stringbuffer.h"
+
+namespace shipper {
+
+class BatchJson {
+ public:
+  // Encodes every event of `batch` (each an elastic.agent.shipper.v1.messages.Event), replacing
+  // what was encoded before.
+  void Encode(const queue::Batch& batch);
+
+  size_t size() const { return ends_.size(); }
+  // Every document, each followed by '\n'.
+  absl::string_view ndjson() const { return {buffer_.GetString(), buffer_.GetSize()}; }
+  // The i-th event's line: its document and the '\n' after it. REQUIRES: i < size().
+  absl::string_view line(size_t i) const;
+  // The i-th event's document alone. REQUIRES: i < size().
+  absl::string_view document(size_t i) const;
+
+ private:
+  rapidjson::StringBuffer buffer_;
+  std::vector<size_t> ends_;  // offset just past each event's '\n'
+};
+
+}  // namespace shipper
+
+#endif  // SHIPPER_SHIPPER_OUTPUT_BATCH_JSON_H_

@@ -1,0 +1,63 @@
+#include "shipper/output/dead_letters.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "proto/messages.pb.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+#include "shipper/event_json.h"
+#include "shipper/output/file_util.h"
+
+namespace shipper {
+
+absl::StatusOr<std::unique_ptr<DeadLetters>> DeadLetters::Open(const std::string& path) {
+  if (path.empty()) return std::unique_ptr<DeadLetters>(new DeadLetters(-1, ""));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("shipper.dead_letter.path: cannot open '", path,
+                                                   "' for appending: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<DeadLetters>(new DeadLetters(fd, path));
+}
+
+DeadLetters::~DeadLetters() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+absl::Status DeadLetters::Record(const queue::Batch& batch, absl::Span<const Rejection> rejected) {
+  rapidjson::StringBuffer lines;
+  rapidjson::StringBuffer document;
+  for (const Rejection& r : rejected) {
+    document.Clear();
+    AppendEventJson(batch.event(r.position).As<elastic::agent::shipper::v1::messages::Event>(),
+                    batch.first_index() + r.position, &document);
+    rapidjson::Writer<rapidjson::StringBuffer> w(lines);
+    w.StartObject();
+    w.Key("reason");
+    w.String(r.reason.data(), static_cast<rapidjson::SizeType>(r.reason.size()));
+    w.Key("event");
+    w.RawValue(document.GetString(), document.GetSize() - 1, rapidjson::kObjectType);  // no '\n'
+    w.EndObject();
+    lines.Put('\n');
+  }
+  if (fd_ < 0) {
+    LOG(ERROR) << "dead letters (set shipper.dead_letter.path to keep them in a file):\n"
+               << absl::string_view(lines.GetString(), lines.GetSize());
+    return absl::OkStatus();
+  }
+  absl::MutexLock lock(&mu_);
+  absl::Status status = WriteAll(fd_, {lines.GetString(), lines.GetSize()}, path_);
+  if (!status.ok()) return status;
+  if (::fdatasync(fd_) != 0) {
+    return absl::UnavailableError(absl::StrCat("flushing ", path_, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shipper

@@ -1,0 +1,49 @@
+// The dead-letter file: events an output rejected for good, so one bad event never blocks the
+// rest and is never silently lost.
+//
+// One NDJSON line per event: {"reason": "<what the output said>", "event": <the event's document,
+// as the file output writes it>}. Each Record() is flushed to disk (fdatasync) before it returns,
+// because a recorded event counts as handed off for the persisted index. Without a path the
+// events are logged at ERROR, document and reason, instead.
+//
+// Thread safety: Record() may be called from several threads at once.
+#ifndef SHIPPER_SHIPPER_OUTPUT_DEAD_LETTERS_H_
+#define SHIPPER_SHIPPER_OUTPUT_DEAD_LETTERS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "queue/queue.h"
+#include "shipper/output/output.h"
+
+namespace shipper {
+
+class DeadLetters {
+ public:
+  // Opens (creating it 0600) `path` for appending; an empty path logs instead.
+  // INVALID_ARGUMENT names shipper.dead_letter.path when the file cannot be opened.
+  static absl::StatusOr<std::unique_ptr<DeadLetters>> Open(const std::string& path);
+  ~DeadLetters();
+
+  // Records the `rejected` events of `batch`. An error (disk full, ...) means none counts as
+  // recorded: the caller retries the batch.
+  absl::Status Record(const queue::Batch& batch, absl::Span<const Rejection> rejected);
+
+ private:
+  DeadLetters(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
+  // Constant after construction.
+  const int fd_;  // -1: log instead
+  const std::string path_;
+
+  absl::Mutex mu_;  // keeps each Record's lines together
+};
+
+}  // namespace shipper
+
+#endif  // SHIPPER_SHIPPER_OUTPUT_DEAD_LETTERS_H_

@@ -1,0 +1,79 @@
+#include "shipper/output/delivery.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "glog/logging.h"
+#include "shipper/output/backoff.h"
+
+namespace shipper {
+
+absl::StatusOr<std::unique_ptr<Delivery>> Delivery::Create(const Config& config,
+                                                           queue::Queue* queue) {
+  absl::StatusOr<std::unique_ptr<Output>> output = NewOutput(config);
+  if (!output.ok()) return output.status();
+  absl::StatusOr<std::unique_ptr<DeadLetters>> dead_letters =
+      DeadLetters::Open(config.dead_letter_path);
+  if (!dead_letters.ok()) return dead_letters.status();
+  Options options;
+  options.bulk_max_size = config.bulk_max_size;
+  options.backoff_init = config.backoff_init;
+  options.backoff_max = config.backoff_max;
+  return std::make_unique<Delivery>(queue, *std::move(output), *std::move(dead_letters),
+                                    options);
+}
+
+Delivery::Delivery(queue::Queue* queue, std::unique_ptr<Output> output,
+                   std::unique_ptr<DeadLetters> dead_letters, const Options& options)
+    : queue_(queue),
+      output_(std::move(output)),
+      dead_letters_(std::move(dead_letters)),
+      options_(options) {}
+
+void Delivery::Run(const runtime::WorkerPool::Worker&) {
+  queue::Batch batch = queue_->Get(options_.bulk_max_size, absl::Now() + options_.poll);
+  if (!batch.empty()) Deliver(batch);
+}
+
+void Delivery::Deliver(queue::Batch& batch) {
+  std::optional<Backoff> backoff;  // only failing batches pay for its random generator
+  std::vector<Rejection> rejected;
+  while (true) {
+    rejected.clear();
+    absl::Status status = output_->Write(batch, &rejected);
+    if (status.ok() && !rejected.empty()) status = dead_letters_->Record(batch, rejected);
+    if (status.ok()) {
+      events_written_.fetch_add(batch.size() - rejected.size(), std::memory_order_relaxed);
+      dead_letters_count_.fetch_add(rejected.size(), std::memory_order_relaxed);
+      batch.Done();
+      return;
+    }
+    retries_.fetch_add(1, std::memory_order_relaxed);
+    if (!backoff) backoff.emplace(options_.backoff_init, options_.backoff_max);
+    const absl::Duration wait = backoff->Next();
+    LOG(WARNING) << "output failed, retrying " << batch.size() << " events (indexes "
+                 << batch.first_index() << ".." << batch.first_index() + batch.size() - 1
+                 << ") in " << wait << ": " << status;
+    if (give_up_.WaitForNotificationWithTimeout(wait)) {
+      batch.Abandon();
+      return;
+    }
+  }
+}
+
+void Delivery::GiveUp() {
+  if (giving_up_.exchange(true)) return;
+  give_up_.Notify();
+  output_->Cancel();
+}
+
+Delivery::Stats Delivery::stats() const {
+  Stats stats;
+  stats.events_written = events_written_.load(std::memory_order_relaxed);
+  stats.dead_letters = dead_letters_count_.load(std::memory_order_relaxed);
+  stats.retries = retries_.load(std::memory_order_relaxed);
+  return stats;
+}
+
+}  // namespace shipper

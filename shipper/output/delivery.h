@@ -1,0 +1,83 @@
+// Delivery: the output workers' loop. Takes batches from the queue, writes them to the one
+// output, retries transient failures with backoff (shared by all outputs, without limit), sends
+// permanently rejected events to the dead-letter file, and marks a batch done only then.
+//
+// The WorkerPool calls Run() again and again on each output worker thread; concurrent workers
+// pipeline batches through the output. At shutdown, once the queue's drain deadline has passed,
+// GiveUp() makes workers abandon batches they cannot deliver, so their events are never reported
+// persisted and their clients resend them.
+//
+// Thread safety: Run() from any number of worker threads at once; GiveUp() and stats() from any
+// thread.
+#ifndef SHIPPER_SHIPPER_OUTPUT_DELIVERY_H_
+#define SHIPPER_SHIPPER_OUTPUT_DELIVERY_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "queue/queue.h"
+#include "runtime/worker_pool.h"
+#include "shipper/config.h"
+#include "shipper/output/dead_letters.h"
+#include "shipper/output/output.h"
+
+namespace shipper {
+
+class Delivery {
+ public:
+  struct Options {
+    size_t bulk_max_size = 4096;  // events per batch
+    absl::Duration backoff_init = absl::Seconds(1);
+    absl::Duration backoff_max = absl::Seconds(60);
+    // How long an idle worker waits for a batch before it returns to the pool (which checks
+    // whether the worker should stop).
+    absl::Duration poll = absl::Milliseconds(500);
+  };
+
+  // Counters since start, for logs and metrics.
+  struct Stats {
+    uint64_t events_written = 0;  // accepted by the output (dead letters not included)
+    uint64_t dead_letters = 0;    // events recorded as rejected for good
+    uint64_t retries = 0;         // failed attempts that were retried (or abandoned)
+  };
+
+  // The output, dead-letter file and retry policy that `config` selects; errors name the
+  // setting to fix. `queue` must outlive the Delivery.
+  static absl::StatusOr<std::unique_ptr<Delivery>> Create(const Config& config,
+                                                          queue::Queue* queue);
+  Delivery(queue::Queue* queue, std::unique_ptr<Output> output,
+           std::unique_ptr<DeadLetters> dead_letters, const Options& options);
+
+  // One unit of a worker's work: waits up to options.poll for a batch and delivers it.
+  void Run(const runtime::WorkerPool::Worker& self);
+
+  // The drain deadline passed: batches that fail from now on are abandoned, and waiting outputs
+  // are cancelled. Idempotent.
+  void GiveUp();
+
+  Stats stats() const;
+
+ private:
+  void Deliver(queue::Batch& batch);
+
+  // Constant after construction.
+  queue::Queue* const queue_;
+  const std::unique_ptr<Output> output_;
+  const std::unique_ptr<DeadLetters> dead_letters_;
+  const Options options_;
+
+  std::atomic<bool> giving_up_{false};  // makes GiveUp() idempotent
+  absl::Notification give_up_;
+  std::atomic<uint64_t> events_written_{0};
+  std::atomic<uint64_t> dead_letters_count_{0};
+  std::atomic<uint64_t> retries_{0};
+};
+
+}  // namespace shipper
+
+#endif  // SHIPPER_SHIPPER_OUTPUT_DELIVERY_H_

@@ -1,0 +1,140 @@
+// Delivery's retry and dead-letter logic, driven by ScriptedOutput: a fake output that fails or
+// rejects as each test scripts (real outputs' failures are tested in tests/outputs/).
+#include "shipper/output/delivery.h"
+
+#include <deque>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+#include "shipper/output/queued_events.h"
+
+namespace shipper {
+namespace {
+
+namespace pb = elastic::agent::shipper::v1::messages;
+
+// What one Write() call does: fail, or succeed rejecting some positions.
+struct Step {
+  absl::Status status;
+  std::vector<size_t> reject;
+};
+
+class ScriptedOutput final : public Output {
+ public:
+  explicit ScriptedOutput(std::deque<Step> script) : script_(std::move(script)) {}
+
+  absl::Status Write(const queue::Batch& batch, std::vector<Rejection>* rejected) override {
+    absl::MutexLock lock(&mu_);
+    ++calls_;
+    if (script_.empty()) return absl::OkStatus();
+    Step step = std::move(script_.front());
+    script_.pop_front();
+    for (size_t p : step.reject) rejected->push_back({p, absl::StrCat("bad event ", p)});
+    return step.status;
+  }
+
+  int calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::deque<Step> script_ ABSL_GUARDED_BY(mu_);
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+std::vector<pb::Event> Events(int n) {
+  std::vector<pb::Event> events(n);
+  for (int i = 0; i < n; ++i) {
+    (*events[i].mutable_fields()->mutable_data())["seq"].set_int64_value(i);
+  }
+  return events;
+}
+
+Delivery::Options FastOptions() {
+  Delivery::Options options;
+  options.bulk_max_size = 10;
+  options.backoff_init = absl::Milliseconds(1);
+  options.backoff_max = absl::Milliseconds(4);
+  options.poll = absl::Milliseconds(10);
+  return options;
+}
+
+TEST(DeliveryTest, RetriesTransientFailuresUntilTheOutputConfirms) {
+  QueuedEvents events(Events(10));
+  auto output = std::make_unique<ScriptedOutput>(std::deque<Step>{
+      {absl::UnavailableError("down"), {}}, {absl::UnavailableError("still down"), {}}});
+  ScriptedOutput* script = output.get();
+  Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), FastOptions());
+  {
+    runtime::WorkerPool pool("deliver", 1,
+                             [&](const runtime::WorkerPool::Worker& self) { delivery.Run(self); });
+    EXPECT_EQ(events.queue().WaitPersisted(9, absl::Now() + absl::Seconds(10)), 10u);
+  }
+  EXPECT_EQ(script->calls(), 3);
+  Delivery::Stats stats = delivery.stats();
+  EXPECT_EQ(stats.retries, 2u);
+  EXPECT_EQ(stats.events_written, 10u);
+  EXPECT_EQ(stats.dead_letters, 0u);
+}
+
+TEST(DeliveryTest, RejectedEventsGoToTheDeadLetterFileAndCountAsPersisted) {
+  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/dead.ndjson");
+  QueuedEvents events(Events(10));
+  auto output = std::make_unique<ScriptedOutput>(std::deque<Step>{{absl::OkStatus(), {2, 7}}});
+  absl::StatusOr<std::unique_ptr<DeadLetters>> dead_letters = DeadLetters::Open(path);
+  ASSERT_TRUE(dead_letters.ok()) << dead_letters.status();
+  Delivery delivery(&events.queue(), std::move(output), *std::move(dead_letters), FastOptions());
+  {
+    runtime::WorkerPool pool("deliver", 1,
+                             [&](const runtime::WorkerPool::Worker& self) { delivery.Run(self); });
+    EXPECT_EQ(events.queue().WaitPersisted(9, absl::Now() + absl::Seconds(10)), 10u);
+  }
+  EXPECT_EQ(delivery.stats().dead_letters, 2u);
+  EXPECT_EQ(delivery.stats().events_written, 8u);
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    rapidjson::Document doc;
+    doc.Parse(lines[i].c_str());
+    ASSERT_FALSE(doc.HasParseError()) << lines[i];
+    const int position = i == 0 ? 2 : 7;
+    EXPECT_EQ(std::string(doc["reason"].GetString()), absl::StrCat("bad event ", position));
+    EXPECT_EQ(doc["event"]["seq"].GetInt64(), position);
+    EXPECT_EQ(doc["event"]["@metadata"]["index"].GetUint64(), position + 1u);
+  }
+}
+
+TEST(DeliveryTest, GivingUpAbandonsAFailingBatchWithoutReportingIt) {
+  QueuedEvents events(Events(5));
+  std::deque<Step> failures(1000, Step{absl::UnavailableError("down"), {}});
+  Delivery::Options options = FastOptions();
+  options.backoff_init = options.backoff_max = absl::Milliseconds(50);
+  Delivery delivery(&events.queue(), std::make_unique<ScriptedOutput>(std::move(failures)),
+                    *DeadLetters::Open(""), options);
+  runtime::WorkerPool pool("deliver", 1,
+                           [&](const runtime::WorkerPool::Worker& self) { delivery.Run(self); });
+  absl::SleepFor(absl::Milliseconds(200));
+  events.queue().Close();
+  EXPECT_EQ(events.queue().Drain(absl::Now() + absl::Milliseconds(100)), 5u);
+  delivery.GiveUp();
+  delivery.GiveUp();  // idempotent
+  pool.Stop();
+  EXPECT_EQ(events.queue().persisted_index(), 0u);
+  EXPECT_GE(delivery.stats().retries, 2u);
+}
+
+TEST(DeliveryTest, DeadLetterFileThatCannotBeOpenedNamesTheKey) {
+  absl::StatusOr<std::unique_ptr<DeadLetters>> dl = DeadLetters::Open("/proc/nope/dead.ndjson");
+  ASSERT_FALSE(dl.ok());
+  EXPECT_NE(dl.status().message().find("shipper.dead_letter.path"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shipper

@@ -1,0 +1,166 @@
+#include "shipper/output/file_output.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+#include "shipper/output/queued_events.h"
+
+namespace shipper {
+namespace {
+
+namespace pb = elastic::agent::shipper::v1::messages;
+
+std::vector<pb::Event> Events(int n) {
+  std::vector<pb::Event> events(n);
+  for (int i = 0; i < n; ++i) {
+    // Lines of varying length (about 150 to 450 bytes), so rotation points fall anywhere.
+    (*events[i].mutable_fields()->mutable_data())["message"].set_string_value(
+        std::string(100 + (i * 37) % 300, 'a' + i % 26));
+  }
+  return events;
+}
+
+class FileOutputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.path = absl::StrCat(getenv("TEST_TMPDIR"), "/", test_info()->name());
+    std::filesystem::remove_all(config_.path);
+  }
+
+  // Writes all `events` in batches of `batch_size`.
+  void WriteAll(QueuedEvents& events, size_t batch_size) {
+    absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_);
+    ASSERT_TRUE(output.ok()) << output.status();
+    for (queue::Batch batch = events.Take(batch_size); !batch.empty();
+         batch = events.Take(batch_size)) {
+      std::vector<Rejection> rejected;
+      ASSERT_TRUE((*output)->Write(batch, &rejected).ok());
+      EXPECT_TRUE(rejected.empty());
+      batch.Done();
+    }
+  }
+
+  std::string File(size_t n) const {
+    std::string path = absl::StrCat(config_.path, "/", config_.filename);
+    return n == 0 ? path : absl::StrCat(path, ".", n);
+  }
+
+  // The queue indexes in file n, checking every line is a whole JSON document.
+  std::vector<uint64_t> Indexes(size_t n) const {
+    std::ifstream in(File(n));
+    std::vector<uint64_t> indexes;
+    for (std::string line; std::getline(in, line);) {
+      rapidjson::Document doc;
+      doc.Parse(line.c_str());
+      EXPECT_FALSE(doc.HasParseError()) << File(n) << ": " << line;
+      if (!doc.HasParseError()) indexes.push_back(doc["@metadata"]["index"].GetUint64());
+    }
+    return indexes;
+  }
+
+  const ::testing::TestInfo* test_info() const {
+    return ::testing::UnitTest::GetInstance()->current_test_info();
+  }
+
+  Config::FileOutput config_;
+};
+
+TEST_F(FileOutputTest, RotatesBySizeAndLosesNothing) {
+  config_.rotate_every_kb = 4;
+  config_.number_of_files = 100;  // keeps every file
+  QueuedEvents events(Events(1000));
+  WriteAll(events, 37);
+
+  std::set<uint64_t> seen;
+  size_t files = 0;
+  uint64_t previous_last = 0;
+  // Oldest file first: indexes ascend across files.
+  for (size_t n = 99; n != static_cast<size_t>(-1); --n) {
+    if (!std::filesystem::exists(File(n))) continue;
+    ++files;
+    const uintmax_t size = std::filesystem::file_size(File(n));
+    EXPECT_LE(size, 4096u) << File(n);
+    if (n > 0) EXPECT_GT(size, 4096u - 460) << File(n) << " was rotated early";
+    for (uint64_t index : Indexes(n)) {
+      EXPECT_TRUE(seen.insert(index).second) << index << " twice";
+      EXPECT_GT(index, previous_last) << File(n);
+      previous_last = index;
+    }
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_EQ(*seen.begin(), 1u);
+  EXPECT_EQ(*seen.rbegin(), 1000u);
+  EXPECT_GT(files, 50u) << "about 300 KB of lines in 4 KiB files";
+}
+
+TEST_F(FileOutputTest, KeepsNumberOfFilesDeletingTheOldest) {
+  config_.rotate_every_kb = 2;
+  config_.number_of_files = 3;
+  QueuedEvents events(Events(400));
+  WriteAll(events, 10);
+  EXPECT_TRUE(std::filesystem::exists(File(0)));
+  EXPECT_TRUE(std::filesystem::exists(File(1)));
+  EXPECT_TRUE(std::filesystem::exists(File(2)));
+  EXPECT_FALSE(std::filesystem::exists(File(3)));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(config_.path),
+                          std::filesystem::directory_iterator()),
+            3);
+  std::vector<uint64_t> newest = Indexes(0);
+  ASSERT_FALSE(newest.empty());
+  EXPECT_EQ(newest.back(), 400u);
+  EXPECT_EQ(Indexes(1).back() + 1, newest.front()) << "filename.1 holds the lines just before";
+}
+
+TEST_F(FileOutputTest, AnEventLargerThanTheLimitGetsAFileOfItsOwn) {
+  config_.rotate_every_kb = 1;
+  config_.number_of_files = 10;
+  std::vector<pb::Event> list = Events(3);
+  (*list[1].mutable_fields()->mutable_data())["message"].set_string_value(std::string(3000, 'x'));
+  QueuedEvents events(std::move(list));
+  WriteAll(events, 3);
+  EXPECT_EQ(Indexes(2), std::vector<uint64_t>{1});
+  EXPECT_EQ(Indexes(1), std::vector<uint64_t>{2}) << "larger than the limit: alone in its file";
+  EXPECT_EQ(Indexes(0), std::vector<uint64_t>{3});
+}
+
+TEST_F(FileOutputTest, CreatesFilesWithTheConfiguredPermissions) {
+  const mode_t old_umask = ::umask(0);
+  config_.permissions = 0640;
+  config_.rotate_every_kb = 1;
+  QueuedEvents events(Events(20));
+  WriteAll(events, 5);
+  ::umask(old_umask);
+  for (size_t n : {0, 1}) {
+    struct stat st;
+    ASSERT_EQ(::stat(File(n).c_str(), &st), 0) << File(n);
+    EXPECT_EQ(st.st_mode & 0777, 0640u) << File(n);
+  }
+}
+
+TEST_F(FileOutputTest, DefaultPermissionsAre0600AndFsyncNeverStillWrites) {
+  config_.fsync = FsyncPolicy::kNever;
+  QueuedEvents events(Events(5));
+  WriteAll(events, 5);
+  struct stat st;
+  ASSERT_EQ(::stat(File(0).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(Indexes(0), (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+}
+
+TEST_F(FileOutputTest, UnwritableDirectoryIsAClearError) {
+  config_.path = "/proc/no/such/dir";
+  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_);
+  ASSERT_FALSE(output.ok());
+  EXPECT_EQ(output.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(output.status().message().find("shipper.output.file.path"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shipper

@@ -1,0 +1,22 @@
+#include "shipper/output/queued_events.h"
+
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+
+namespace shipper {
+
+QueuedEvents::QueuedEvents(std::vector<elastic::agent::shipper::v1::messages::Event> events)
+    : events_(std::move(events)) {
+  queue::Options options;
+  options.max_events = events_.size() + 1;
+  options.max_bytes = 0;
+  queue_ = *queue::Queue::Create(options);
+  producer_ = queue_->NewProducer(nullptr);
+  std::vector<queue::Event> handles;
+  for (const auto& event : events_) handles.emplace_back(&event, 100, nullptr);
+  CHECK_EQ(producer_->TryPublish(absl::MakeSpan(handles)).accepted, events_.size());
+}
+
+queue::Batch QueuedEvents::Take(size_t max) { return queue_->Get(max, absl::Now()); }
+
+}  // namespace shipper

@@ -1,0 +1,226 @@
+#include "shipper/output/redis_output.h"
+
+#include <sys/time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "hiredis/hiredis.h"
+#include "proto/messages.pb.h"
+#include "shipper/output/batch_json.h"
+#include "shipper/output/field_format.h"
+
+namespace shipper {
+namespace {
+
+namespace pb = elastic::agent::shipper::v1::messages;
+
+struct Host {
+  std::string name;  // as configured, for messages
+  std::string ip;
+  int port;
+};
+
+struct ContextDeleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+using Connection = std::unique_ptr<redisContext, ContextDeleter>;
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+absl::StatusOr<Host> ParseHost(const std::string& name) {
+  Host host{name, name, 6379};
+  const size_t colon = name.rfind(':');
+  if (colon != std::string::npos) {
+    host.ip = name.substr(0, colon);
+    if (!absl::SimpleAtoi(name.substr(colon + 1), &host.port) || host.port <= 0 ||
+        host.port > 65535 || host.ip.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shipper.output.redis.hosts: '", name, "' is not host:port (e.g. 127.0.0.1:6379)"));
+    }
+  }
+  return host;
+}
+
+// What a failed connection or command says, for logs.
+std::string ConnectionError(const redisContext* c, const Host& host) {
+  return absl::StrCat("redis ", host.name, ": ", c != nullptr && c->err ? c->errstr : "no reply");
+}
+
+class RedisOutput final : public Output {
+ public:
+  RedisOutput(const Config::RedisOutput& config, std::vector<Host> hosts, FieldFormat key)
+      : config_(config), hosts_(std::move(hosts)), key_(std::move(key)) {}
+
+  absl::Status Write(const queue::Batch& batch, std::vector<Rejection>* rejected) override {
+    thread_local BatchJson json;
+    json.Encode(batch);
+    size_t host = 0;
+    absl::StatusOr<Connection> connection = Acquire(&host);
+    if (!connection.ok()) return connection.status();
+    redisContext* c = connection->get();
+
+    std::vector<size_t> sent;  // positions of the events whose commands are pipelined
+    sent.reserve(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      absl::StatusOr<std::string> key = key_.Format(batch.event(i).As<pb::Event>());
+      if (!key.ok()) {
+        rejected->push_back({i, std::string(key.status().message())});
+        continue;
+      }
+      const absl::string_view doc = json.document(i);
+      const char* argv[5];
+      size_t argvlen[5];
+      int argc = 0;
+      auto arg = [&](absl::string_view s) {
+        argv[argc] = s.data();
+        argvlen[argc++] = s.size();
+      };
+      switch (config_.datatype) {
+        case RedisDatatype::kList:
+          arg("RPUSH");
+          break;
+        case RedisDatatype::kChannel:
+          arg("PUBLISH");
+          break;
+        case RedisDatatype::kStream:
+          arg("XADD");
+          break;
+      }
+      arg(*key);
+      if (config_.datatype == RedisDatatype::kStream) {
+        arg("*");
+        arg("event");
+      }
+      arg(doc);
+      if (redisAppendCommandArgv(c, argc, argv, argvlen) != REDIS_OK) {
+        return absl::UnavailableError(ConnectionError(c, hosts_[host]));
+      }
+      sent.push_back(i);
+    }
+
+    absl::Status transient;  // the first error reply other than WRONGTYPE
+    for (size_t i : sent) {
+      void* raw = nullptr;
+      if (redisGetReply(c, &raw) != REDIS_OK) {
+        return absl::UnavailableError(ConnectionError(c, hosts_[host]));
+      }
+      Reply reply(static_cast<redisReply*>(raw));
+      if (reply->type != REDIS_REPLY_ERROR) continue;
+      absl::string_view error(reply->str, reply->len);
+      if (absl::StartsWith(error, "WRONGTYPE")) {
+        rejected->push_back({i, absl::StrCat("redis ", hosts_[host].name, ": ", error)});
+      } else if (transient.ok()) {
+        transient = absl::UnavailableError(absl::StrCat("redis ", hosts_[host].name, ": ", error));
+      }
+    }
+    // Every reply was read: the connection is in step and may serve the next batch.
+    Release(*std::move(connection), host);
+    if (!transient.ok()) return transient;
+    std::sort(rejected->begin(), rejected->end(),
+              [](const Rejection& a, const Rejection& b) { return a.position < b.position; });
+    return absl::OkStatus();
+  }
+
+ private:
+  // An idle connection, or a new one to the next host that answers (stored in *host).
+  absl::StatusOr<Connection> Acquire(size_t* host) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!idle_.empty()) {
+        auto [connection, h] = std::move(idle_.back());
+        idle_.pop_back();
+        *host = h;
+        return std::move(connection);
+      }
+    }
+    std::string errors;
+    for (size_t attempt = 0; attempt < hosts_.size(); ++attempt) {
+      *host = next_host_.load(std::memory_order_relaxed) % hosts_.size();
+      absl::StatusOr<Connection> connection = Connect(hosts_[*host]);
+      if (connection.ok()) return connection;
+      absl::StrAppend(&errors, errors.empty() ? "" : "; ", connection.status().message());
+      next_host_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return absl::UnavailableError(errors);
+  }
+
+  void Release(Connection connection, size_t host) {
+    absl::MutexLock lock(&mu_);
+    idle_.emplace_back(std::move(connection), host);
+  }
+
+  absl::StatusOr<Connection> Connect(const Host& host) {
+    const timeval tv = absl::ToTimeval(config_.timeout);
+    Connection c(redisConnectWithTimeout(host.ip.c_str(), host.port, tv));
+    if (c == nullptr || c->err || redisSetTimeout(c.get(), tv) != REDIS_OK) {
+      return absl::UnavailableError(ConnectionError(c.get(), host));
+    }
+    if (!config_.password.empty()) {
+      absl::Status status = Command(c.get(), host, {"AUTH", config_.password});
+      if (!status.ok()) return status;
+    }
+    if (config_.db != 0) {
+      absl::Status status = Command(c.get(), host, {"SELECT", absl::StrCat(config_.db)});
+      if (!status.ok()) return status;
+    }
+    return c;
+  }
+
+  static absl::Status Command(redisContext* c, const Host& host,
+                              const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<size_t> argvlen;
+    for (const std::string& a : args) {
+      argv.push_back(a.data());
+      argvlen.push_back(a.size());
+    }
+    Reply reply(static_cast<redisReply*>(
+        redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), argvlen.data())));
+    if (reply == nullptr) return absl::UnavailableError(ConnectionError(c, host));
+    if (reply->type == REDIS_REPLY_ERROR) {
+      return absl::UnavailableError(absl::StrCat("redis ", host.name, ": ", args[0], ": ",
+                                                 absl::string_view(reply->str, reply->len)));
+    }
+    return absl::OkStatus();
+  }
+
+  // Constant after construction.
+  const Config::RedisOutput config_;
+  const std::vector<Host> hosts_;
+  const FieldFormat key_;
+
+  std::atomic<size_t> next_host_{0};  // where new connections go
+  absl::Mutex mu_;
+  std::vector<std::pair<Connection, size_t>> idle_ ABSL_GUARDED_BY(mu_);  // with its host
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Output>> NewRedisOutput(const Config::RedisOutput& config) {
+  std::vector<Host> hosts;
+  for (const std::string& name : config.hosts) {
+    absl::StatusOr<Host> host = ParseHost(name);
+    if (!host.ok()) return host.status();
+    hosts.push_back(*std::move(host));
+  }
+  if (hosts.empty()) {
+    return absl::InvalidArgumentError("shipper.output.redis.hosts: name at least one host:port");
+  }
+  absl::StatusOr<FieldFormat> key = FieldFormat::Parse(config.key, "shipper.output.redis.key");
+  if (!key.ok()) return key.status();
+  return std::make_unique<RedisOutput>(config, std::move(hosts), *std::move(key));
+}
+
+}  // namespace shipper
