@@ -28,10 +28,30 @@ enum class FsyncPolicy { kBatch, kNever };
 // How the Redis output stores each event: RPUSH onto a list, PUBLISH to a channel, XADD to a
 // stream.
 enum class RedisDatatype { kList, kChannel, kStream };
+// Whether a TLS listener asks clients for a certificate, and whether it must verify.
+enum class ClientAuthentication { kNone, kOptional, kRequired };
 
 struct Config {
   // gRPC listen address: host:port (port 0 picks a free one) or unix:///path.
   std::string server_address = "127.0.0.1:50051";
+  // Permissions of the socket file when server_address is unix:///path.
+  uint32_t socket_mode = 0600;
+  // What one client may ask of the server; a request beyond a limit is refused with a status
+  // that names the limit's key.
+  struct Limits {
+    size_t max_message_size = 64 << 20;   // bytes of one request, as sent
+    size_t max_events_per_request = 65536;
+    size_t max_nesting_depth = 64;        // Struct/ListValue levels in an event's fields/metadata
+    size_t max_concurrent_streams = 100;  // HTTP/2 streams (calls) at once per connection
+  } limits;
+  // TLS on the listener, on when certificate is set; mTLS when client_authentication asks for
+  // client certificates, verified against certificate_authorities. Paths of PEM files.
+  struct Ssl {
+    std::string certificate;
+    std::string key;
+    std::string certificate_authorities;
+    ClientAuthentication client_authentication = ClientAuthentication::kNone;
+  } ssl;
   queue::Options queue;
   // How many events an output worker takes from the queue at once.
   size_t bulk_max_size = 4096;

@@ -228,5 +228,62 @@ TEST(ConfigTest, TwoOfTheNewOutputsAreRefusedNamingBoth) {
   EXPECT_THAT(error, HasSubstr("redis, shipper"));
 }
 
+TEST(ConfigTest, ServerLimitsDefaultAndParse) {
+  absl::StatusOr<Config> defaults = Parse("");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->limits.max_message_size, 64u << 20);
+  EXPECT_EQ(defaults->limits.max_events_per_request, 65536u);
+  EXPECT_EQ(defaults->limits.max_nesting_depth, 64u);
+  EXPECT_EQ(defaults->limits.max_concurrent_streams, 100u);
+  EXPECT_EQ(defaults->socket_mode, 0600u);
+  absl::StatusOr<Config> config = Parse(R"(
+shipper.server:
+  max_message_size: 4MiB
+  max_events_per_request: 10
+  max_nesting_depth: 8
+  max_concurrent_streams: 3
+  socket_mode: "0660"
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->limits.max_message_size, 4u << 20);
+  EXPECT_EQ(config->limits.max_events_per_request, 10u);
+  EXPECT_EQ(config->limits.max_nesting_depth, 8u);
+  EXPECT_EQ(config->limits.max_concurrent_streams, 3u);
+  EXPECT_EQ(config->socket_mode, 0660u);
+  EXPECT_THAT(Error("shipper.server.max_nesting_depth: 0"), HasSubstr("expected a whole number"));
+  EXPECT_THAT(Error("shipper.server.max_events_per_request: -1"),
+              HasSubstr("'shipper.server.max_events_per_request'"));
+  EXPECT_THAT(Error("shipper.server.max_concurrent_streams: 0"),
+              HasSubstr("'shipper.server.max_concurrent_streams'"));
+  EXPECT_THAT(Error("shipper.server.max_message_size: 1TB"),
+              HasSubstr("'shipper.server.max_message_size'"));
+  EXPECT_THAT(Error("shipper.server.socket_mode: rw"), HasSubstr("octal permissions"));
+}
+
+TEST(ConfigTest, SslKeys) {
+  absl::StatusOr<Config> defaults = Parse("");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_TRUE(defaults->ssl.certificate.empty());
+  EXPECT_EQ(defaults->ssl.client_authentication, ClientAuthentication::kNone);
+  absl::StatusOr<Config> config = Parse(R"(
+shipper.server.ssl:
+  certificate: /etc/shipper/server.crt
+  key: /etc/shipper/server.key
+  certificate_authorities: /etc/shipper/ca.crt
+  client_authentication: required
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->ssl.certificate, "/etc/shipper/server.crt");
+  EXPECT_EQ(config->ssl.key, "/etc/shipper/server.key");
+  EXPECT_EQ(config->ssl.certificate_authorities, "/etc/shipper/ca.crt");
+  EXPECT_EQ(config->ssl.client_authentication, ClientAuthentication::kRequired);
+  absl::StatusOr<Config> optional =
+      Parse("", {"shipper.server.ssl.client_authentication=optional"});
+  ASSERT_TRUE(optional.ok()) << optional.status();
+  EXPECT_EQ(optional->ssl.client_authentication, ClientAuthentication::kOptional);
+  EXPECT_THAT(Error("shipper.server.ssl.client_authentication: yes"),
+              HasSubstr("expected one of none|optional|required"));
+}
+
 }  // namespace
 }  // namespace shipper

@@ -1,6 +1,12 @@
 #include "shipper/shipper.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -18,6 +24,7 @@
 #include "runtime/cpu_monitor.h"
 #include "runtime/executor_sizing.h"
 #include "runtime/worker_pool.h"
+#include "shipper/listener.h"
 #include "shipper/output/delivery.h"
 #include "shipper/producer_service.h"
 
@@ -61,10 +68,25 @@ class ShipperImpl final : public Shipper {
     service_ = std::make_unique<ProducerService>(queue_.get(), uuid_);
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+        ListenerCredentials(config_.ssl);
+    if (!credentials.ok()) return credentials.status();
+    if (config_.limits.max_message_size > INT_MAX ||
+        config_.limits.max_concurrent_streams > INT_MAX) {
+      return absl::InvalidArgumentError(
+          "shipper.server.max_message_size and max_concurrent_streams must be below 2GiB");
+    }
+    socket_path_ = UnixSocketPath(config_.server_address);
+    if (!socket_path_.empty()) {
+      if (absl::Status status = ReplaceStaleSocket(socket_path_); !status.ok()) return status;
+    }
     grpc::ServerBuilder builder;
     builder.SetResourceQuota(grpc_quota_);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(config_.limits.max_message_size));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               static_cast<int>(config_.limits.max_concurrent_streams));
     int port = 0;
-    builder.AddListeningPort(config_.server_address, grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort(config_.server_address, *credentials, &port);
     builder.RegisterService(service_.get());
     cq_ = builder.AddCompletionQueue();
     server_ = builder.BuildAndStart();
@@ -72,6 +94,12 @@ class ShipperImpl final : public Shipper {
       return absl::UnavailableError(absl::StrCat(
           "cannot listen on '", config_.server_address,
           "' (address in use or not host:port / unix:///path): change shipper.server.server"));
+    }
+    // gRPC creates the socket with the umask's permissions; until this chmod a default umask
+    // (022) already keeps others from connecting, which needs write permission.
+    if (!socket_path_.empty() && chmod(socket_path_.c_str(), config_.socket_mode) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot set shipper.server.socket_mode on '", socket_path_, "': ", strerror(errno)));
     }
     service_->StartServing(cq_.get());
     grpc_workers_ = std::make_unique<runtime::WorkerPool>(
@@ -109,6 +137,7 @@ class ShipperImpl final : public Shipper {
     cq_->Shutdown();
     grpc_workers_->Stop();
     service_->FinishServing();
+    if (!socket_path_.empty()) unlink(socket_path_.c_str());
     return report_;
   }
 
@@ -116,6 +145,7 @@ class ShipperImpl final : public Shipper {
   const Config config_;
   const std::string uuid_;
   std::string address_;
+  std::string socket_path_;  // of a unix: address, removed on exit; else empty
   grpc::ResourceQuota grpc_quota_;
   std::unique_ptr<queue::Queue> queue_;
   std::unique_ptr<Delivery> delivery_;  // the output, its retries and dead letters
