@@ -64,39 +64,49 @@ absl::string_view WaitStrategyName(WaitStrategy strategy) {
 namespace {
 
 // What a producer's slots point to. It outlives the Producer handle until the last of its events
-// is acknowledged, so the acking thread never follows a dangling pointer.
+// is acknowledged, so the acking thread never follows a dangling pointer. It counts events rather
+// than references: publishing then costs a plain add under publish_mu_, not an atomic RMW.
 class ProducerState {
  public:
   explicit ProducerState(AckCallback on_ack) : on_ack_(std::move(on_ack)) {}
 
-  // Adds `count` events in the queue to the handle's own reference.
-  void Ref(uint64_t count) { refs_.fetch_add(count, std::memory_order_relaxed); }
-  void Unref(uint64_t count) {
-    if (refs_.fetch_sub(count, std::memory_order_acq_rel) == count) delete this;
-  }
-
-  // Reports `count` more persisted events, then drops their references.
-  void Ack(uint64_t count) {
+  // Reports `count` more persisted events (unless `report` is false: the queue is going away).
+  // Deletes the state when its handle is gone and this was its last event.
+  void Ack(uint64_t count, bool report = true) {
+    bool last;
     {
       internal::MutexLock lock(&ack_mu_);
-      if (on_ack_) on_ack_(count);
+      if (report && on_ack_) on_ack_(count);
+      acked_ += count;
+      last = handle_gone_ && acked_ == published_total_;
     }
-    Unref(count);
+    if (last) delete this;
   }
 
-  // After this returns the callback is never called again.
-  void StopAcks() {
-    internal::MutexLock lock(&ack_mu_);
-    on_ack_ = nullptr;
+  // The handle is gone after `published` accepted events: the callback is never called again,
+  // and the state is deleted after the last of them is acknowledged.
+  void HandleGone(uint64_t published) {
+    bool last;
+    {
+      internal::MutexLock lock(&ack_mu_);
+      on_ack_ = nullptr;
+      handle_gone_ = true;
+      published_total_ = published;
+      last = acked_ == published_total_;
+    }
+    if (last) delete this;
   }
 
   // Guarded by the queue's publish_mu_.
   bool cancelled = false;
+  uint64_t published = 0;
 
  private:
   internal::Mutex ack_mu_;
   AckCallback on_ack_ ABSL_GUARDED_BY(ack_mu_);
-  std::atomic<uint64_t> refs_{1};  // the handle + events not yet acknowledged
+  uint64_t acked_ ABSL_GUARDED_BY(ack_mu_) = 0;
+  bool handle_gone_ ABSL_GUARDED_BY(ack_mu_) = false;
+  uint64_t published_total_ ABSL_GUARDED_BY(ack_mu_) = 0;
 };
 
 // An entry: the event and who published it, in one 32-byte slot.
@@ -123,7 +133,8 @@ class QueueImpl final : public Queue {
 
   // TryPublish when `deadline` is absl::InfinitePast().
   PublishResult Publish(ProducerState* producer, absl::Span<Event> events, absl::Time deadline);
-  void Cancel(ProducerState* producer);
+  // Returns how many events the producer published.
+  uint64_t Cancel(ProducerState* producer);
   // Marks the events with indexes [first_index, first_index + size) done.
   void Done(uint64_t first_index, size_t size);
 
@@ -150,7 +161,8 @@ class QueueImpl final : public Queue {
   void AckPersisted(internal::Wakeups* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
   // Acknowledges and destroys the events in [from, to]; returns their bytes.
   // REQUIRES: the calling thread owns those slots (it set acking_).
-  size_t AckRange(uint64_t from, uint64_t to);
+  // With `report` false, destroys them without calling callbacks.
+  size_t AckRange(uint64_t from, uint64_t to, bool report = true);
 
   // Constant after construction.
   const Options options_;
@@ -186,11 +198,7 @@ class QueueImpl final : public Queue {
 class ProducerImpl final : public Producer {
  public:
   ProducerImpl(QueueImpl* queue, ProducerState* state) : queue_(queue), state_(state) {}
-  ~ProducerImpl() override {
-    Cancel();
-    state_->StopAcks();
-    state_->Unref(1);
-  }
+  ~ProducerImpl() override { state_->HandleGone(queue_->Cancel(state_)); }
 
   PublishResult TryPublish(absl::Span<Event> events) override {
     return queue_->Publish(state_, events, absl::InfinitePast());
@@ -219,11 +227,7 @@ QueueImpl::QueueImpl(const Options& options)
       slots_(new Slot[mask_ + 1]) {}
 
 QueueImpl::~QueueImpl() {
-  for (uint64_t i = freed_.load() + 1; i <= published_.load(); ++i) {
-    Slot& s = slot(i);
-    s.event = Event();
-    s.producer->Unref(1);
-  }
+  if (freed_.load() < published_.load()) AckRange(freed_.load() + 1, published_.load(), false);
 }
 
 std::unique_ptr<Producer> QueueImpl::NewProducer(AckCallback on_ack) {
@@ -252,7 +256,7 @@ size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events, uint
     s.producer = producer;
   }
   if (n == 0) return 0;
-  producer->Ref(n);
+  producer->published += n;
   // Approximate on purpose: if a consumer races us, the timer starts early, never late.
   if (buffered_ && read_.load(std::memory_order_relaxed) >= published) {
     first_unread_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
@@ -321,11 +325,12 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
   return result;
 }
 
-void QueueImpl::Cancel(ProducerState* producer) {
+uint64_t QueueImpl::Cancel(ProducerState* producer) {
   internal::Wakeups wake;
   internal::MutexLock lock(&publish_mu_);
   producer->cancelled = true;
   producers_.NotifyAll(&wake);
+  return producer->published;
 }
 
 bool QueueImpl::ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const {
@@ -403,7 +408,7 @@ void QueueImpl::AckPersisted(internal::Wakeups* wake) {
   acking_ = false;
 }
 
-size_t QueueImpl::AckRange(uint64_t from, uint64_t to) {
+size_t QueueImpl::AckRange(uint64_t from, uint64_t to, bool report) {
   // One callback per producer and range: runs of a producer's events are summed first.
   struct Acks {
     ProducerState* producer;
@@ -426,7 +431,7 @@ size_t QueueImpl::AckRange(uint64_t from, uint64_t to) {
       acks.push_back({producer, run});
     }
   }
-  for (const Acks& a : acks) a.producer->Ack(a.count);
+  for (const Acks& a : acks) a.producer->Ack(a.count, report);
   return bytes;
 }
 
