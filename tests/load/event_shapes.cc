@@ -52,10 +52,8 @@ constexpr const char* kPaths[] = {"/api/v1/orders",  "/api/v1/items", "/static/a
                                   "/images/logo.png", "/search"};
 constexpr const char* kMethods[] = {"GET", "GET", "GET", "POST", "PUT", "DELETE"};
 constexpr int kStatuses[] = {200, 200, 200, 200, 304, 301, 404, 500, 201, 200};
-constexpr const char* kAgents[] = {
-    "Mozilla/5.0 (X11; Linux x86_64; rv:109.0) Gecko/20100101 Firefox/119.0",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 Safari/605.1.15",
-    "curl/8.4.0", "Go-http-client/1.1"};
+constexpr const char* kAgents[] = {"Mozilla/5.0 (X11; Linux x86_64)", "curl/8.4.0",
+                                   "Go-http-client/1.1", "kube-probe/1.28"};
 
 // Fields common to the filebeat and large shapes: what Filebeat adds to every log line.
 void AddFilebeatFields(uint64_t seq, uint64_t h, const std::string& message, msg::Struct* f) {
@@ -72,7 +70,6 @@ void AddFilebeatFields(uint64_t seq, uint64_t h, const std::string& message, msg
   PutString(host, "architecture", "x86_64");
   msg::ListValue* ips = List(host, "ip");
   ips->add_values()->set_string_value(absl::StrCat("10.0.3.", (h >> 8) % 16 + 10));
-  ips->add_values()->set_string_value("fe80::4001:aff:fe9a:3");
   At(host, "containerized").set_bool_value((h >> 12) % 4 == 0);
 
   msg::Struct* agent = Sub(f, "agent");
@@ -94,7 +91,7 @@ void AddFilebeatFields(uint64_t seq, uint64_t h, const std::string& message, msg
 
 std::string AccessLogLine(uint64_t seq, uint64_t h) {
   return absl::StrFormat(
-      "10.%d.%d.%d - - [30/Nov/2026:10:%02d:%02d +0000] \"%s %s?id=%d HTTP/1.1\" %d %d \"-\" \"%s\"",
+      "10.%d.%d.%d - - [30/Nov/2026:10:%02d:%02d +0000] \"%s %s?id=%d HTTP/1.1\" %d %d \"%s\"",
       (h >> 1) % 256, (h >> 9) % 256, (h >> 17) % 256, (seq / 60000) % 60, (seq / 1000) % 60,
       Pick(kMethods, std::size(kMethods), h >> 25), Pick(kPaths, std::size(kPaths), h >> 29),
       (h >> 33) % 100000, Pick(kStatuses, std::size(kStatuses), h >> 16), (h >> 20) % 200000,
@@ -103,8 +100,8 @@ std::string AccessLogLine(uint64_t seq, uint64_t h) {
 
 void SetEnvelope(uint64_t seq, const char* dataset, msg::Event* e) {
   SetTimestamp(seq, e->mutable_timestamp());
-  e->mutable_source()->set_input_id("filestream-nginx-8f1e0c3a-5e7b-4bd1-9c0f-2a6d0e1b7c44");
-  e->mutable_source()->set_stream_id(absl::StrCat("filestream-", dataset, "-7c2a"));
+  e->mutable_source()->set_input_id("filestream-nginx-8f1e0c3a");
+  e->mutable_source()->set_stream_id(absl::StrCat("filestream-", dataset));
   e->mutable_data_stream()->set_type("logs");
   e->mutable_data_stream()->set_dataset(dataset);
   e->mutable_data_stream()->set_namespace_("default");
