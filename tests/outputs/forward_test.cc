@@ -1,0 +1,91 @@
+// Two real Shipper processes chained: a sidecar with the shipper output forwards to an
+// aggregator with the file output. The aggregator is killed with SIGKILL mid-stream and restarted
+// on the same port: nothing is lost end to end, because the sidecar acknowledges only what the
+// aggregator reports persisted and resends what the dead instance had not persisted.
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/outputs/producer_client.h"
+#include "tests/outputs/redis_server.h"
+#include "tests/testing/shipper_process.h"
+
+namespace shipper::testing {
+namespace {
+
+TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
+  constexpr uint64_t kEvents = 100000;
+  const std::string out = absl::StrCat(getenv("TEST_TMPDIR"), "/aggregator");
+  std::filesystem::remove_all(out);
+  const std::string aggregator_address = absl::StrCat("127.0.0.1:", FreePort());
+  const std::vector<std::string> aggregator_args = {
+      "-E", absl::StrCat("shipper.server.server=", aggregator_address),
+      "-E", absl::StrCat("shipper.output.file.path=", out),
+      "-E", "shipper.output.file.rotate_every_kb=1048576",  // one file: nothing rotates away
+      "-E", "shipper.http.port=0"};
+  auto first = ShipperProcess::Start(aggregator_args);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto aggregator = std::make_unique<ShipperProcess>(*std::move(first));
+  auto sidecar = ShipperProcess::Start(
+      {"-E", "shipper.output.shipper.enabled=true",
+       "-E", absl::StrCat("shipper.output.shipper.server=", aggregator_address),
+       "-E", "shipper.output.shipper.timeout=2s",
+       "-E", "shipper.output.backoff.init=50ms",
+       "-E", "shipper.output.backoff.max=500ms",
+       "-E", "shipper.queue.mem.events=16384",
+       "-E", "shipper.http.port=0"});
+  ASSERT_TRUE(sidecar.ok()) << sidecar.status();
+
+  std::atomic<uint64_t> persisted{0};
+  ProducerClient publisher(sidecar->address());
+  std::thread publish([&] {
+    EXPECT_EQ(publisher.Publish(0, kEvents, 500, absl::Now() + absl::Seconds(40)), kEvents);
+  });
+  std::thread watch([&] {
+    ProducerClient watcher(sidecar->address());
+    watcher.AwaitPersisted(UINT64_MAX, absl::Now() + absl::Seconds(45), &persisted);
+  });
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (persisted < kEvents / 4 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  aggregator->Signal(SIGKILL);
+  ASSERT_TRUE(aggregator->Wait(absl::Seconds(10)).ok());
+  const uint64_t at_kill = persisted;
+  absl::SleepFor(absl::Seconds(1));
+  auto restarted = ShipperProcess::Start(aggregator_args);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  aggregator = std::make_unique<ShipperProcess>(*std::move(restarted));
+
+  publish.join();
+  ProducerClient checker(sidecar->address());
+  EXPECT_EQ(checker.AwaitPersisted(publisher.last_index(), absl::Now() + absl::Seconds(30)),
+            publisher.last_index())
+      << sidecar->Log();
+  watch.join();
+
+  std::map<int64_t, int> copies;
+  std::ifstream in(out + "/shipper.ndjson");
+  for (std::string line; std::getline(in, line);) ++copies[TestSeq(line)];
+  EXPECT_EQ(copies.count(-1), 0u) << "every line is a whole test event";
+  int duplicates = 0;
+  for (uint64_t seq = 0; seq < kEvents; ++seq) {
+    ASSERT_GE(copies[static_cast<int64_t>(seq)], 1) << "event " << seq << " lost";
+    duplicates += copies[static_cast<int64_t>(seq)] - 1;
+  }
+  std::cout << "sidecar persisted index at the kill: " << at_kill << "; all " << kEvents
+            << " events in the aggregator's file, " << duplicates << " duplicates\n";
+  EXPECT_NE(sidecar->Log().find("restarted"), std::string::npos)
+      << "the sidecar noticed the new uuid:\n"
+      << sidecar->Log();
+}
+
+}  // namespace
+}  // namespace shipper::testing

@@ -1,0 +1,197 @@
+// The Redis output against a real redis-server started here: bulk delivery, Redis dying and
+// coming back mid-stream, and WRONGTYPE replies going to the dead-letter file.
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+#include "shipper/event_json.h"
+#include "tests/outputs/producer_client.h"
+#include "tests/outputs/redis_server.h"
+#include "tests/testing/shipper_process.h"
+
+namespace shipper::testing {
+namespace {
+
+std::string TempDir(absl::string_view name) {
+  std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::vector<std::string> ShipperArgs(int redis_port, const std::string& key) {
+  return {"-E", "shipper.output.redis.enabled=true",
+          "-E", absl::StrCat("shipper.output.redis.hosts=127.0.0.1:", redis_port),
+          "-E", absl::StrCat("shipper.output.redis.key=", key),
+          "-E", "shipper.output.redis.timeout=1s",
+          "-E", "shipper.output.backoff.init=50ms",
+          "-E", "shipper.output.backoff.max=500ms",
+          "-E", "shipper.queue.mem.events=16384",
+          "-E", "shipper.http.port=0"};
+}
+
+TEST(RedisOutputTest, TwoHundredThousandEventsArriveIntact) {
+  constexpr uint64_t kEvents = 200000;
+  auto redis = RedisServer::Start(FreePort(), TempDir("bulk"), /*append_only=*/false);
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  auto shipper = ShipperProcess::Start(
+      ShipperArgs((*redis)->port(), "logs-%{[data_stream.dataset]}"));
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  ProducerClient client(shipper->address());
+  const absl::Time start = absl::Now();
+  ASSERT_EQ(client.Publish(0, kEvents, 500, absl::Now() + absl::Seconds(40)), kEvents);
+  ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(30)),
+            client.last_index())
+      << shipper->Log();
+  std::cout << kEvents << " events published and persisted in Redis in "
+            << absl::Now() - start << "\n";
+
+  std::vector<std::string> items = (*redis)->ReadList("logs-nginx.access");
+  ASSERT_EQ(items.size(), kEvents) << "the key takes data_stream.dataset from each event";
+  std::set<uint64_t> seqs;
+  for (const std::string& item : items) {
+    rapidjson::Document doc;
+    doc.Parse(item.c_str());
+    ASSERT_FALSE(doc.HasParseError()) << item;
+    const uint64_t seq = doc["test_seq"].GetUint64();
+    ASSERT_TRUE(seqs.insert(seq).second) << "event " << seq << " twice";
+    // Exactly the document the file output writes for this event.
+    rapidjson::StringBuffer expected_json;
+    AppendEventJson(TestEvent(seq), doc["@metadata"]["index"].GetUint64(), &expected_json);
+    rapidjson::Document expected;
+    expected.Parse(expected_json.GetString(), expected_json.GetSize() - 1);
+    ASSERT_TRUE(doc == expected) << "event " << seq << " changed:\n" << item;
+  }
+  EXPECT_EQ(*seqs.rbegin(), kEvents - 1);
+}
+
+// The indexes in the documents of the list at `key`.
+std::set<uint64_t> Indexes(const std::vector<std::string>& items) {
+  std::set<uint64_t> indexes;
+  for (const std::string& item : items) {
+    rapidjson::Document doc;
+    doc.Parse(item.c_str());
+    if (!doc.HasParseError()) indexes.insert(doc["@metadata"]["index"].GetUint64());
+  }
+  return indexes;
+}
+
+TEST(RedisOutputTest, RedisKilledAndRestartedLosesNothingAndNothingIsReportedEarly) {
+  constexpr uint64_t kEvents = 100000;
+  const int port = FreePort();
+  const std::string dir = TempDir("fault");
+  auto redis = RedisServer::Start(port, dir, /*append_only=*/true);
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  auto shipper = ShipperProcess::Start(ShipperArgs(port, "events"));
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+
+  std::atomic<uint64_t> persisted{0};
+  std::atomic<bool> published{false};
+  ProducerClient publisher(shipper->address());
+  std::thread publish([&] {
+    EXPECT_EQ(publisher.Publish(0, kEvents, 500, absl::Now() + absl::Seconds(45)), kEvents);
+    published = true;
+  });
+  std::thread watch([&] {
+    ProducerClient watcher(shipper->address());
+    watcher.AwaitPersisted(UINT64_MAX, absl::Now() + absl::Seconds(50), &persisted);
+  });
+
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (persisted < kEvents / 4 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  (*redis)->Kill();
+  const uint64_t at_kill = persisted;
+  // What the killed Redis had, to compare with what Shipper claimed in the meantime.
+  const std::string snapshot = TempDir("fault-snapshot");
+  std::filesystem::copy(dir, snapshot, std::filesystem::copy_options::recursive |
+                                           std::filesystem::copy_options::overwrite_existing);
+  absl::SleepFor(absl::Seconds(2));
+  const uint64_t before_restart = persisted;
+  EXPECT_FALSE(published) << "Redis died mid-stream";
+  redis = RedisServer::Start(port, dir, /*append_only=*/true);
+  ASSERT_TRUE(redis.ok()) << redis.status();
+
+  publish.join();
+  ProducerClient checker(shipper->address());
+  EXPECT_EQ(checker.AwaitPersisted(publisher.last_index(), absl::Now() + absl::Seconds(30)),
+            publisher.last_index());
+  watch.join();
+
+  std::map<int64_t, int> copies;
+  for (const std::string& item : (*redis)->ReadList("events")) ++copies[TestSeq(item)];
+  int duplicates = 0;
+  for (uint64_t seq = 0; seq < kEvents; ++seq) {
+    ASSERT_GE(copies[static_cast<int64_t>(seq)], 1) << "event " << seq << " lost";
+    duplicates += copies[static_cast<int64_t>(seq)] - 1;
+  }
+  EXPECT_EQ(copies.count(-1), 0u) << "every item is a test event";
+  std::cout << "persisted index at the kill: " << at_kill << ", 2 s later: " << before_restart
+            << "; " << kEvents << " events all in Redis, " << duplicates
+            << " duplicates (batches resent after the kill)\n";
+
+  // Everything reported persisted while Redis was down was in Redis when it died.
+  auto killed = RedisServer::Start(FreePort(), snapshot, /*append_only=*/true);
+  ASSERT_TRUE(killed.ok()) << killed.status();
+  const std::set<uint64_t> had = Indexes((*killed)->ReadList("events"));
+  uint64_t missing = 0;
+  for (uint64_t index = 1; index <= before_restart; ++index) missing += had.count(index) == 0;
+  EXPECT_EQ(missing, 0u) << "of the " << before_restart
+                         << " events reported persisted, these were not in Redis";
+  EXPECT_GE(had.size(), at_kill);
+}
+
+TEST(RedisOutputTest, WrongTypeRepliesGoToTheDeadLetterFileWhileTheRestFlow) {
+  constexpr uint64_t kEvents = 1000;
+  auto redis = RedisServer::Start(FreePort(), TempDir("wrongtype"), /*append_only=*/false);
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  // Two keys already hold strings: RPUSH onto them fails with WRONGTYPE.
+  for (const char* key : {"seq-7", "seq-123"}) {
+    auto reply = (*redis)->Command({"SET", key, "not a list"});
+    ASSERT_NE(reply, nullptr);
+  }
+  const std::string dead_letters = absl::StrCat(TempDir("dead"), "/dead.ndjson");
+  std::vector<std::string> args = ShipperArgs((*redis)->port(), "seq-%{[test_seq]}");
+  args.insert(args.end(), {"-E", absl::StrCat("shipper.dead_letter.path=", dead_letters)});
+  auto shipper = ShipperProcess::Start(args);
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  ProducerClient client(shipper->address());
+  ASSERT_EQ(client.Publish(0, kEvents, 100, absl::Now() + absl::Seconds(20)), kEvents);
+  ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(20)),
+            client.last_index())
+      << "dead letters count as handed off\n"
+      << shipper->Log();
+
+  for (uint64_t seq = 0; seq < kEvents; ++seq) {
+    if (seq == 7 || seq == 123) continue;
+    std::vector<std::string> items = (*redis)->ReadList(absl::StrCat("seq-", seq));
+    ASSERT_EQ(items.size(), 1u) << "event " << seq;
+    EXPECT_EQ(TestSeq(items[0]), static_cast<int64_t>(seq));
+  }
+  std::ifstream in(dead_letters);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u);
+  std::set<uint64_t> dead;
+  for (const std::string& line : lines) {
+    rapidjson::Document doc;
+    doc.Parse(line.c_str());
+    ASSERT_FALSE(doc.HasParseError()) << line;
+    EXPECT_TRUE(absl::StrContains(doc["reason"].GetString(), "WRONGTYPE")) << line;
+    dead.insert(doc["event"]["test_seq"].GetUint64());
+  }
+  EXPECT_EQ(dead, (std::set<uint64_t>{7, 123}));
+}
+
+}  // namespace
+}  // namespace shipper::testing
