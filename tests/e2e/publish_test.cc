@@ -39,6 +39,7 @@ class PublishTest : public ::testing::Test {
     out_dir_ = absl::StrCat(getenv("TEST_TMPDIR"), "/out");
     absl::StatusOr<testing::ShipperProcess> process = testing::ShipperProcess::Start(
         {"-E", absl::StrCat("shipper.output.file.path=", out_dir_), "-E",
+         "shipper.output.file.rotate_every_kb=1048576", "-E",  // one file to read back
          "shipper.queue.mem.events=8192"});  // small, so partial acceptance happens
     ASSERT_TRUE(process.ok()) << process.status();
     shipper_ = std::make_unique<testing::ShipperProcess>(*std::move(process));
