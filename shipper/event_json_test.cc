@@ -73,6 +73,24 @@ TEST(EventJsonTest, EveryValueKindKeepsItsType) {
   EXPECT_STREQ(doc["ts"].GetString(), "2023-11-14T22:13:20.000000005Z");
 }
 
+TEST(EventJsonTest, TimestampsAreRfc3339InUtcAcrossTheCalendar) {
+  const std::pair<int64_t, const char*> cases[] = {
+      {-1, "1969-12-31T23:59:59.000000007Z"},
+      {951782400, "2000-02-29T00:00:00.000000007Z"},
+      {1709251199, "2024-02-29T23:59:59.000000007Z"},
+      {-62135596800, "0001-01-01T00:00:00.000000007Z"},
+      {253402300799, "9999-12-31T23:59:59.000000007Z"},
+      {253402300800, "253402300800s+7ns"},  // beyond RFC 3339: kept raw
+  };
+  for (const auto& [seconds, expected] : cases) {
+    pb::Event event;
+    auto* ts = Field(event, "ts").mutable_timestamp_value();
+    ts->set_seconds(seconds);
+    ts->set_nanos(7);
+    EXPECT_STREQ(ParseLine(Encode(event))["ts"].GetString(), expected) << seconds;
+  }
+}
+
 TEST(EventJsonTest, NonFiniteFloatsBecomeNull) {
   pb::Event event;
   Field(event, "nan").set_float64_value(std::nan(""));
