@@ -16,9 +16,9 @@
 // mutexes on exactly one consumer thread at a time (see AckPersisted), which is what keeps the
 // callbacks in publish order and never concurrent.
 //
-// Waking across the two sides is a Dekker handshake (see wait.h): the side that changes an index
-// does so with a seq_cst store and then looks for sleepers; a sleeper registers with a seq_cst RMW
-// and then looks at the index once more before it blocks.
+// Waking across the two sides (wait.h): consumers sleep on a channel of publish_mu_, producers on
+// one of get_mu_, so whoever advances an index sees under its own mutex whether anyone sleeps.
+// Lock order: get_mu_, then publish_mu_.
 #include "queue/queue.h"
 
 #include <algorithm>
@@ -97,9 +97,8 @@ class ProducerState {
     if (last) delete this;
   }
 
-  // Guarded by the queue's publish_mu_.
-  bool cancelled = false;
-  uint64_t published = 0;
+  std::atomic<bool> cancelled{false};  // written under the queue's publish_mu_
+  uint64_t published = 0;              // guarded by the queue's publish_mu_
 
  private:
   internal::Mutex ack_mu_;
@@ -172,13 +171,13 @@ class QueueImpl final : public Queue {
   const std::unique_ptr<Slot[]> slots_;
 
   // Producer side. The atomics are written under publish_mu_ and read anywhere.
-  internal::Mutex publish_mu_;
+  mutable internal::Mutex publish_mu_;
   std::atomic<uint64_t> published_{0};
   std::atomic<uint64_t> bytes_in_{0};          // bytes of all events ever accepted
   std::atomic<int64_t> first_unread_ns_{0};    // buffered: when the oldest unread was published
   std::atomic<int> blocked_producers_{0};      // in Publish, waiting for room
   std::atomic<bool> closed_{false};
-  internal::WaitChannel producers_{&publish_mu_, &freed_};  // room, cancel, close
+  internal::WaitChannel consumers_{&publish_mu_, &published_};  // Get: events to take
 
   // Consumer side. The atomics are written under get_mu_ and read anywhere.
   mutable internal::Mutex get_mu_;
@@ -191,8 +190,8 @@ class QueueImpl final : public Queue {
   std::priority_queue<Range, std::vector<Range>, std::greater<Range>> done_early_
       ABSL_GUARDED_BY(get_mu_);
   bool acking_ ABSL_GUARDED_BY(get_mu_) = false;
-  internal::WaitChannel consumers_{&get_mu_, &published_};  // Get: events to take
-  internal::WaitChannel progress_{&get_mu_, &persisted_};   // WaitPersisted, Drain
+  internal::WaitChannel producers_{&get_mu_, &freed_};     // Publish: room, cancel, close
+  internal::WaitChannel progress_{&get_mu_, &persisted_};  // WaitPersisted, Drain
 };
 
 class ProducerImpl final : public Producer {
@@ -262,10 +261,10 @@ size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events, uint
     first_unread_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
   }
   bytes_in_.store(bytes_in + added_bytes, std::memory_order_relaxed);
-  published_.store(published + n, std::memory_order_seq_cst);
+  published_.store(published + n, std::memory_order_release);
   // Wake a consumer only when its answer may change: the first unread event starts the flush
   // timer, reaching flush_min_events ends the wait. Get passes any rest on to the next consumer.
-  const uint64_t read = std::min(read_.load(std::memory_order_seq_cst), published);
+  const uint64_t read = std::min(read_.load(std::memory_order_acquire), published);
   const uint64_t unread_before = published - read;
   const uint64_t threshold = options_.flush_min_events;
   if (unread_before == 0 || (unread_before < threshold && unread_before + n >= threshold)) {
@@ -282,7 +281,7 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
   std::optional<internal::Waiter> waiter;  // only when it must wait
   bool blocked = false;
   for (;;) {
-    if (producer->cancelled) {
+    if (producer->cancelled.load(std::memory_order_relaxed)) {
       result.status = absl::CancelledError("producer cancelled");
       break;
     }
@@ -290,7 +289,7 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
       result.status = absl::UnavailableError("queue closed");
       break;
     }
-    const uint64_t freed = freed_.load(std::memory_order_seq_cst);
+    const uint64_t freed = freed_.load(std::memory_order_acquire);
     const size_t accepted = Accept(producer, events.subspan(result.accepted), freed, &wake);
     if (accepted > 0) {
       result.accepted += accepted;
@@ -308,15 +307,16 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
     if (!blocked) {
       // A buffered Get flushes early for blocked producers (see ReadyToFlush).
       blocked = true;
-      blocked_producers_.fetch_add(1, std::memory_order_seq_cst);
+      blocked_producers_.fetch_add(1, std::memory_order_relaxed);
       consumers_.NotifyOne(&wake);
     }
     if (!waiter) waiter.emplace(&producers_, wait_options_);
     waiter->Wait(
-        deadline,
-        [&] {
-          return freed_.load(std::memory_order_seq_cst) != freed || producer->cancelled ||
-                 closed_.load(std::memory_order_seq_cst);
+        &publish_mu_, deadline,
+        [&] {  // under get_mu_
+          return freed_.load(std::memory_order_relaxed) != freed ||
+                 producer->cancelled.load(std::memory_order_relaxed) ||
+                 closed_.load(std::memory_order_relaxed);
         },
         &wake);
   }
@@ -327,15 +327,20 @@ PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> even
 
 uint64_t QueueImpl::Cancel(ProducerState* producer) {
   internal::Wakeups wake;
-  internal::MutexLock lock(&publish_mu_);
-  producer->cancelled = true;
+  uint64_t published;
+  {
+    internal::MutexLock lock(&publish_mu_);
+    producer->cancelled.store(true, std::memory_order_relaxed);
+    published = producer->published;
+  }
+  internal::MutexLock lock(&get_mu_);
   producers_.NotifyAll(&wake);
-  return producer->published;
+  return published;
 }
 
 bool QueueImpl::ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const {
   if (unread == 0) return false;
-  if (!buffered_ || closed || blocked_producers_.load(std::memory_order_seq_cst) > 0) return true;
+  if (!buffered_ || closed || blocked_producers_.load(std::memory_order_relaxed) > 0) return true;
   if (unread >= std::min(options_.flush_min_events, max_events)) return true;
   return absl::Now() >= FlushTime();
 }
@@ -350,23 +355,26 @@ Batch QueueImpl::Get(size_t max_events, absl::Time deadline) {
   for (;;) {
     read = read_.load(std::memory_order_relaxed);
     // closed_ first: once it is set, no event is published any more.
-    const bool closed = closed_.load(std::memory_order_seq_cst);
-    published = published_.load(std::memory_order_seq_cst);
+    const bool closed = closed_.load(std::memory_order_acquire);
+    published = published_.load(std::memory_order_acquire);
     const uint64_t unread = published - read;
     if (ReadyToFlush(unread, max_events, closed)) break;
     if (closed && unread == 0) return Batch();
     if (absl::Now() >= deadline) return Batch();
     const absl::Time until = unread > 0 ? std::min(deadline, FlushTime()) : deadline;
     const int blocked = blocked_producers_.load(std::memory_order_relaxed);
-    waiter.Wait(until, [&] {
-      return published_.load(std::memory_order_seq_cst) != published ||
-             closed_.load(std::memory_order_seq_cst) != closed ||
-             blocked_producers_.load(std::memory_order_seq_cst) != blocked;
+    waiter.Wait(&get_mu_, until, [&] {  // under publish_mu_
+      return published_.load(std::memory_order_relaxed) != published ||
+             closed_.load(std::memory_order_relaxed) != closed ||
+             blocked_producers_.load(std::memory_order_relaxed) != blocked;
     });
   }
   const size_t n = std::min<uint64_t>(max_events, published - read);
-  read_.store(read + n, std::memory_order_seq_cst);
-  if (read + n < published) consumers_.NotifyOne(&wake);
+  read_.store(read + n, std::memory_order_release);
+  if (read + n < published) {
+    internal::MutexLock producer_side(&publish_mu_);
+    consumers_.NotifyOne(&wake);
+  }
   return MakeBatch(this, read + 1, n);
 }
 
@@ -384,7 +392,7 @@ void QueueImpl::Done(uint64_t first_index, size_t size) {
     persisted = done_early_.top().second;
     done_early_.pop();
   }
-  persisted_.store(persisted, std::memory_order_seq_cst);
+  persisted_.store(persisted, std::memory_order_release);
   progress_.NotifyAll(&wake);
   if (!acking_) AckPersisted(&wake);
 }
@@ -401,7 +409,7 @@ void QueueImpl::AckPersisted(internal::Wakeups* wake) {
     bytes_out_.store(bytes_out_.load(std::memory_order_relaxed) + bytes,
                      std::memory_order_relaxed);
     freed = to;
-    freed_.store(freed, std::memory_order_seq_cst);
+    freed_.store(freed, std::memory_order_release);
     producers_.NotifyAll(wake);
     progress_.NotifyAll(wake);
   }
@@ -443,13 +451,14 @@ uint64_t QueueImpl::WaitPersisted(uint64_t index, absl::Time deadline) {
   internal::MutexLock lock(&get_mu_);
   internal::Waiter waiter(&progress_, wait_options_);
   for (;;) {
-    const bool closed = closed_.load(std::memory_order_seq_cst);
+    const bool closed = closed_.load(std::memory_order_acquire);
     const uint64_t persisted = persisted_.load(std::memory_order_relaxed);
     if (persisted > index || (closed && persisted == published_.load()) ||
         absl::Now() >= deadline) {
       return persisted;
     }
-    waiter.Wait(deadline, [&] { return closed_.load(std::memory_order_seq_cst) != closed; });
+    waiter.Wait(&get_mu_, deadline,
+                [&] { return closed_.load(std::memory_order_relaxed) != closed; });
   }
 }
 
@@ -457,9 +466,10 @@ void QueueImpl::Close() {
   internal::Wakeups wake;
   {
     internal::MutexLock lock(&publish_mu_);
-    closed_.store(true, std::memory_order_seq_cst);
+    closed_.store(true, std::memory_order_release);
+    consumers_.NotifyAll(&wake);
   }
-  consumers_.NotifyAll(&wake);
+  internal::MutexLock lock(&get_mu_);
   producers_.NotifyAll(&wake);
   progress_.NotifyAll(&wake);
 }
@@ -469,12 +479,12 @@ uint64_t QueueImpl::Drain(absl::Time deadline) {
   internal::Waiter waiter(&progress_, wait_options_);
   // Waits for the ACKs too: once Drain returns 0, no callback runs any more.
   for (;;) {
-    const uint64_t published = published_.load(std::memory_order_seq_cst);
+    const uint64_t published = published_.load(std::memory_order_acquire);
     if (freed_.load(std::memory_order_relaxed) == published || absl::Now() >= deadline) {
       return published - persisted_.load(std::memory_order_relaxed);
     }
-    waiter.Wait(deadline,
-                [&] { return published_.load(std::memory_order_seq_cst) != published; });
+    waiter.Wait(&get_mu_, deadline,
+                [&] { return published_.load(std::memory_order_relaxed) != published; });
   }
 }
 
@@ -487,6 +497,7 @@ Queue::Stats QueueImpl::stats() const {
 
 std::string QueueImpl::DebugString() const {
   internal::MutexLock lock(&get_mu_);
+  internal::MutexLock producer_side(&publish_mu_);
   return absl::StrCat("published=", published_.load(), " read=", read_.load(),
                       " persisted=", persisted_.load(), " freed=", freed_.load(),
                       " bytes=", bytes_in_.load() - bytes_out_.load(),

@@ -30,9 +30,8 @@ void Wakeups::Send() {
   size_ = 0;
 }
 
-bool Waiter::NapOrSpin(absl::Time deadline) {
+bool Waiter::NapOrSpin(Mutex* mu, absl::Time deadline) {
   const int round = rounds_++;
-  Mutex* const mu = channel_->mu_;
   switch (options_.strategy) {
     case WaitStrategy::kSleeping: {
       const absl::Duration nap = std::min(pause_, deadline - absl::Now());

@@ -1,25 +1,29 @@
 // How the queue's threads wait: one WaitChannel per kind of waiter (consumers waiting for events,
 // producers waiting for room, ...), and one Waiter per thread and wait.
 //
-// The condition itself lives in the queue. A channel belongs to one mutex, under which waiters
-// check their condition; the state they wait for may be changed under another mutex (or none),
-// through atomics. A Waiter only sleeps (or spins, or naps) until that state may have changed; the
-// caller re-checks its condition in a loop:
+// A channel belongs to the mutex of the side that makes its waiters' conditions true: consumers
+// wait on a channel of the producers' mutex, producers on one of the consumers' mutex. A waiter
+// checks its condition under its own mutex; before it blocks it lets go of that mutex, registers
+// on the channel under the channel's mutex and checks there, once more, whether the state it
+// waits for moved (`changed`). A notifier decides under the channel's mutex whether anyone sleeps,
+// so the hot path pays no fence and no syscall when nobody does. The caller re-checks its
+// condition in a loop:
 //
-//   Waiter waiter(&channel, options);           // holding channel's mutex
+//   Waiter waiter(&channel, options);           // holding own_mu
 //   while (!Ready()) {
 //     if (absl::Now() >= deadline) return ...;
-//     waiter.Wait(deadline, [&] { return /* state differs from what Ready() saw */; });
+//     waiter.Wait(&own_mu, deadline, [&] { return /* state differs from what Ready() saw */; });
 //   }
 //
-// and whoever changes that state (with a seq_cst store or read-modify-write) calls
-// channel.NotifyOne(&wakeups) afterwards. A wake-up costs the notifier a load when nobody sleeps,
-// and a mutex round trip plus a futex syscall, sent after the notifier released its own locks,
-// when somebody does.
+//   // notifier, holding the channel's mutex, after changing that state:
+//   channel.NotifyOne(&wakeups);                // sent once the mutex is released
 //
-// Thread safety: Waiter::Wait requires the channel's mutex to be held and releases it while
-// waiting. NotifyOne/NotifyAll may be called from any thread, with or without any mutex; the
-// Wakeups they fill must be sent with no mutex held.
+// Lock order: a waiter may take the channel's mutex while holding its own only when the channel's
+// mutex is never held while taking the waiter's (the queue: consumers' mutex, then producers').
+//
+// Thread safety: NotifyOne/NotifyAll and sleepers() require the channel's mutex. Waiter::Wait
+// requires the caller's own mutex and releases it while waiting. Wakeups are sent with no mutex
+// held.
 #ifndef SHIPPER_QUEUE_WAIT_H_
 #define SHIPPER_QUEUE_WAIT_H_
 
@@ -61,36 +65,34 @@ class Wakeups {
 
 class WaitChannel {
  public:
-  // Waiters hold `mu`. kPhased waiters spin until `watched` changes (or a while), then block.
+  // Waiters sleep on `mu`'s condition variable. kPhased waiters spin until `watched` changes (or
+  // a while) before they block.
   WaitChannel(Mutex* mu, const std::atomic<uint64_t>* watched) : mu_(mu), watched_(watched) {}
   WaitChannel(const WaitChannel&) = delete;
   WaitChannel& operator=(const WaitChannel&) = delete;
 
-  // Wakes one (all) of the threads asleep on the channel, once `later` is sent; a load when none
-  // sleeps. REQUIRES: the state change that calls for it was a seq_cst store or RMW.
-  void NotifyOne(Wakeups* later) { Notify(later, false); }
-  void NotifyAll(Wakeups* later) { Notify(later, true); }
+  // Wakes one (all) of the threads asleep on the channel once `later` is sent.
+  // REQUIRES: the channel's mutex is held.
+  void NotifyOne(Wakeups* later) {
+    if (sleepers_ > 0) later->Add(this, false);
+  }
+  void NotifyAll(Wakeups* later) {
+    if (sleepers_ > 0) later->Add(this, true);
+  }
 
-  int sleepers() const { return sleepers_.load(std::memory_order_relaxed); }
+  // REQUIRES: the channel's mutex is held.
+  int sleepers() const { return sleepers_; }
 
  private:
   friend class Waiter;
   friend class Wakeups;
 
-  void Notify(Wakeups* later, bool all) {
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) later->Add(this, all);
-  }
-  // Taking the mutex first ensures a waiter that registered is already inside cv_.Wait.
-  void Signal(bool all) {
-    mu_->Lock();
-    mu_->Unlock();
-    all ? cv_.SignalAll() : cv_.Signal();
-  }
+  void Signal(bool all) { all ? cv_.SignalAll() : cv_.Signal(); }
 
   Mutex* const mu_;
   const std::atomic<uint64_t>* const watched_;
   CondVar cv_;
-  std::atomic<int> sleepers_{0};  // threads blocked in cv_ or about to be
+  int sleepers_ = 0;  // guarded by *mu_
 };
 
 struct WaitOptions {
@@ -104,30 +106,39 @@ class Waiter {
   Waiter(WaitChannel* channel, const WaitOptions& options)
       : channel_(channel), options_(options), pause_(options.sleep_min) {}
 
-  // REQUIRES: the channel's mutex is held. Returns after a notify, at `deadline`, or earlier
-  // (spuriously), holding the mutex again. `changed()` is checked, under the mutex, after the
-  // waiter is registered as a sleeper and before it blocks: it must say whether the state that
-  // the caller's condition depends on moved since the caller checked it. Sends `pending` first,
-  // without the mutex: a thread must not sleep on wake-ups it owes others.
+  // REQUIRES: `own_mu` is held. Returns after a notify, at `deadline`, or earlier (spuriously),
+  // holding `own_mu` again. Before blocking, `changed()` is called under the channel's mutex
+  // (not `own_mu`, unless they are the same): it must say whether the state the caller's
+  // condition depends on moved since the caller checked it. Sends `pending` first, without
+  // `own_mu`: a thread must not sleep on wake-ups it owes others.
   template <typename Changed>
-  void Wait(absl::Time deadline, Changed changed, Wakeups* pending = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(*channel_->mu_) {
+  void Wait(Mutex* own_mu, absl::Time deadline, Changed changed, Wakeups* pending = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(*own_mu) {
     if (pending != nullptr && !pending->empty()) {
-      channel_->mu_->Unlock();
+      own_mu->Unlock();
       pending->Send();
-      channel_->mu_->Lock();
+      own_mu->Lock();
       return;  // the caller re-checks its condition anyway
     }
-    if (NapOrSpin(deadline)) return;
-    channel_->sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    if (!changed()) channel_->cv_.Wait(channel_->mu_, deadline);
-    channel_->sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    if (NapOrSpin(own_mu, deadline)) return;
+    Mutex* const mu = channel_->mu_;
+    if (mu != own_mu) {
+      own_mu->Unlock();
+      mu->Lock();
+    }
+    ++channel_->sleepers_;
+    if (!changed()) channel_->cv_.Wait(mu, deadline);
+    --channel_->sleepers_;
+    if (mu != own_mu) {
+      mu->Unlock();
+      own_mu->Lock();
+    }
   }
 
  private:
   // kSleeping: naps; kPhased (first round only): spins, then yields. Returns false when the
-  // strategy says to block now. Releases and retakes the mutex when it returns true.
-  bool NapOrSpin(absl::Time deadline);
+  // strategy says to block now. Releases and retakes `own_mu` when it returns true.
+  bool NapOrSpin(Mutex* own_mu, absl::Time deadline);
 
   WaitChannel* const channel_;
   const WaitOptions& options_;
