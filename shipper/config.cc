@@ -198,6 +198,22 @@ const std::vector<Key>& Keys() {
   static const std::vector<Key>* keys = new std::vector<Key>{
       String("shipper.server.server", "gRPC listen address: host:port or unix:///path",
              [](Draft& d) -> std::string& { return d.config.server_address; }),
+      Typed<std::string>(
+          "shipper.server.health.address",
+          "second listener serving only the gRPC health service, for Kubernetes probes (\"\": none)",
+          "host:port or \"\"",
+          [](const std::string& s) -> std::optional<std::string> {
+            if (s.empty()) return s;
+            size_t colon = s.rfind(':');
+            int port;
+            if (colon == std::string::npos || !absl::SimpleAtoi(s.substr(colon + 1), &port) ||
+                port < 0 || port > 65535) {
+              return std::nullopt;  // a unix socket cannot serve Kubernetes' gRPC probes
+            }
+            return s;
+          },
+          [](const std::string& v) { return v.empty() ? std::string("\"\"") : v; },
+          [](Draft& d) -> std::string& { return d.config.health_address; }),
       Permissions("shipper.server.socket_mode", "permissions of a unix:///path socket file",
                   [](Draft& d) -> uint32_t& { return d.config.socket_mode; }),
       Size("shipper.server.max_message_size",

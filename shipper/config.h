@@ -34,6 +34,9 @@ enum class ClientAuthentication { kNone, kOptional, kRequired };
 struct Config {
   // gRPC listen address: host:port (port 0 picks a free one) or unix:///path.
   std::string server_address = "127.0.0.1:50051";
+  // host:port of a second listener that serves only the gRPC health service, for Kubernetes'
+  // gRPC probes when server_address is a unix socket; empty: none.
+  std::string health_address;
   // Permissions of the socket file when server_address is unix:///path.
   uint32_t socket_mode = 0600;
   // What one client may ask of the server; a request beyond a limit is refused with a status

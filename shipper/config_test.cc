@@ -127,6 +127,22 @@ TEST(ConfigTest, LoadsAFile) {
   EXPECT_EQ(config->file.path, "/tmp/out");
 }
 
+TEST(ConfigTest, HealthListenerIsOffByDefaultAndTakesHostPort) {
+  absl::StatusOr<Config> config = Parse("");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->health_address, "");
+  config = Parse("shipper.server:\n  server: unix:///run/s.sock\n  health.address: 0.0.0.0:50052\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->health_address, "0.0.0.0:50052");
+  config = Parse("shipper.server.health.address: 0.0.0.0:50052", {"shipper.server.health.address=\"\""});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->health_address, "");
+  EXPECT_THAT(Error("shipper.server.health.address: unix:///run/h.sock"),
+              HasSubstr("'shipper.server.health.address': expected host:port or \"\""));
+  EXPECT_THAT(Error("shipper.server.health.address: localhost"), HasSubstr("expected host:port"));
+  EXPECT_THAT(ConfigKeysHelp(), HasSubstr("shipper.server.health.address = \"\""));
+}
+
 TEST(ConfigTest, HelpListsEveryKeyWithItsDefault) {
   std::string help = ConfigKeysHelp();
   EXPECT_THAT(help, HasSubstr("shipper.server.server = 127.0.0.1:50051"));

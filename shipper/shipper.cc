@@ -24,6 +24,7 @@
 #include "runtime/cpu_monitor.h"
 #include "runtime/executor_sizing.h"
 #include "runtime/worker_pool.h"
+#include "shipper/health_server.h"
 #include "shipper/listener.h"
 #include "shipper/output/delivery.h"
 #include "shipper/producer_service.h"
@@ -110,6 +111,12 @@ class ShipperImpl final : public Shipper {
       grpc_workers_->Resize(runtime::GrpcWorkers(now));
       workers_->Resize(runtime::OutputWorkers(now));
     });
+    if (!config_.health_address.empty()) {
+      absl::StatusOr<std::unique_ptr<HealthServer>> health =
+          HealthServer::Start(config_.health_address);
+      if (!health.ok()) return health.status();
+      health_ = *std::move(health);
+    }
     address_ = config_.server_address;
     if (!absl::StartsWith(address_, "unix:")) {
       address_ = absl::StrCat(address_.substr(0, address_.rfind(':')), ":", port);
@@ -126,6 +133,7 @@ class ShipperImpl final : public Shipper {
     stopped_ = true;
     if (server_ == nullptr) return report_;  // Init failed before serving
     server_->GetHealthCheckService()->SetServingStatus(false);
+    if (health_ != nullptr) health_->SetServing(false);
     service_->StopAccepting();
     queue_->Close();
     report_.left = queue_->Drain(absl::Now() + config_.shutdown_timeout);
@@ -153,6 +161,7 @@ class ShipperImpl final : public Shipper {
   std::unique_ptr<ProducerService> service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // PublishEvents calls
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HealthServer> health_;  // null without shipper.server.health.address
   std::unique_ptr<runtime::WorkerPool> grpc_workers_;  // serve cq_
   // Last: destroyed first, its listener resizes the pools above.
   std::unique_ptr<runtime::CpuMonitor> cpu_;
