@@ -1,11 +1,16 @@
 #include "shipper/request_validation.h"
 
 #include <algorithm>
+#include <deque>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/wire_format_lite.h"
 
 namespace shipper {
 namespace {
@@ -50,11 +55,68 @@ size_t NestingDepth(const pb::Struct& root, size_t max) {
   return deepest;
 }
 
+absl::Status TooManyEvents(size_t n, const RequestLimits& limits) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "request has ", n, " events, more than shipper.server.max_events_per_request (",
+      limits.max_events_per_request, "): send them in smaller requests"));
+}
+
+// The chunks as one protobuf input stream.
+class BytesStream {
+ public:
+  explicit BytesStream(absl::Span<const absl::string_view> chunks) {
+    for (absl::string_view chunk : chunks) {
+      streams_.push_back(&arrays_.emplace_back(chunk.data(), static_cast<int>(chunk.size())));
+    }
+    concatenated_.emplace(streams_.data(), static_cast<int>(streams_.size()));
+  }
+  google::protobuf::io::ZeroCopyInputStream* stream() { return &*concatenated_; }
+
+ private:
+  std::deque<google::protobuf::io::ArrayInputStream> arrays_;  // a deque: elements never move
+  std::vector<google::protobuf::io::ZeroCopyInputStream*> streams_;
+  std::optional<google::protobuf::io::ConcatenatingInputStream> concatenated_;
+};
+
+// How many `events` fields (number 2, length-delimited) the request's top level holds, skipping
+// over each without decoding it. Stops at the first malformed field: decoding then refuses it.
+size_t CountEvents(absl::Span<const absl::string_view> chunks) {
+  using google::protobuf::internal::WireFormatLite;
+  BytesStream bytes(chunks);
+  google::protobuf::io::CodedInputStream coded(bytes.stream());
+  size_t events = 0;
+  while (const uint32_t tag = coded.ReadTag()) {
+    uint64_t varint;
+    uint32_t length;
+    switch (WireFormatLite::GetTagWireType(tag)) {
+      case WireFormatLite::WIRETYPE_VARINT:
+        if (!coded.ReadVarint64(&varint)) return events;
+        break;
+      case WireFormatLite::WIRETYPE_FIXED64:
+        if (!coded.Skip(8)) return events;
+        break;
+      case WireFormatLite::WIRETYPE_FIXED32:
+        if (!coded.Skip(4)) return events;
+        break;
+      case WireFormatLite::WIRETYPE_LENGTH_DELIMITED:
+        if (!coded.ReadVarint32(&length) || !coded.Skip(static_cast<int>(length))) return events;
+        events += WireFormatLite::GetTagFieldNumber(tag) == 2;
+        break;
+      default:  // groups: not in this message
+        return events;
+    }
+  }
+  return events;
+}
+
 }  // namespace
 
-absl::Status DecodePublishRequest(google::protobuf::io::ZeroCopyInputStream* input,
+absl::Status DecodePublishRequest(absl::Span<const absl::string_view> chunks,
                                   const RequestLimits& limits, pb::PublishRequest* request) {
-  google::protobuf::io::CodedInputStream coded(input);
+  const size_t events = CountEvents(chunks);
+  if (events > limits.max_events_per_request) return TooManyEvents(events, limits);
+  BytesStream bytes(chunks);
+  google::protobuf::io::CodedInputStream coded(bytes.stream());
   coded.SetRecursionLimit(ParseRecursionLimit(limits.max_nesting_depth));
   if (!request->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -63,17 +125,13 @@ absl::Status DecodePublishRequest(google::protobuf::io::ZeroCopyInputStream* inp
         "far deeper than shipper.server.max_nesting_depth (",
         limits.max_nesting_depth, ")"));
   }
-  return absl::OkStatus();
+  return ValidatePublishRequest(*request, limits);
 }
 
 absl::Status ValidatePublishRequest(const pb::PublishRequest& request,
                                     const RequestLimits& limits) {
   const size_t n = static_cast<size_t>(request.events_size());
-  if (n > limits.max_events_per_request) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "request has ", n, " events, more than shipper.server.max_events_per_request (",
-        limits.max_events_per_request, "): send them in smaller requests"));
-  }
+  if (n > limits.max_events_per_request) return TooManyEvents(n, limits);
   for (size_t i = 0; i < n; ++i) {
     const pb::Event& event = request.events(static_cast<int>(i));
     for (const auto& [name, root] : {std::pair{"fields", &event.fields()},

@@ -11,7 +11,8 @@
 #include <cstddef>
 
 #include "absl/status/status.h"
-#include "google/protobuf/io/zero_copy_stream.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "proto/messages.pb.h"
 
 namespace shipper {
@@ -21,13 +22,16 @@ struct RequestLimits {
   size_t max_nesting_depth = 64;          // shipper.server.max_nesting_depth
 };
 
-// Parses `input` into `request`. Protobuf's parser recurses once per nested message and refuses
-// more than its recursion limit (100 by default, which a Struct reaches at about 32 levels, before
-// max_nesting_depth's default of 64); this parses with a limit just above what
-// max_nesting_depth allows, so ValidatePublishRequest gives the precise refusal and anything
-// far deeper stops the parser early. Refuses truncated or non-protobuf bytes and strings that
-// are not UTF-8 with one message that lists these causes.
-absl::Status DecodePublishRequest(google::protobuf::io::ZeroCopyInputStream* input,
+// Decodes a request from its bytes, given in order as `chunks` (a gRPC ByteBuffer's slices, or
+// one buffer), and validates it with ValidatePublishRequest. Before decoding, it counts the
+// events on the wire and refuses more than max_events_per_request, so that millions of tiny
+// events cost no allocation each. Protobuf's parser recurses once per nested message and refuses
+// more than its recursion limit (100 by default, which a Struct reaches at about 32 levels,
+// before max_nesting_depth's default of 64); this parses with a limit just above what
+// max_nesting_depth allows, so validation gives the precise refusal and anything far deeper stops
+// the parser early. Truncated or non-protobuf bytes and strings that are not UTF-8 get one
+// message that lists these causes.
+absl::Status DecodePublishRequest(absl::Span<const absl::string_view> chunks,
                                   const RequestLimits& limits,
                                   elastic::agent::shipper::v1::messages::PublishRequest* request);
 

@@ -61,16 +61,14 @@ std::string DeepRequestBytes(size_t depth) {
 
 absl::Status Decode(const std::string& bytes, const RequestLimits& limits,
                     pb::PublishRequest* request) {
-  google::protobuf::io::ArrayInputStream input(bytes.data(), static_cast<int>(bytes.size()));
-  return DecodePublishRequest(&input, limits, request);
+  const absl::string_view chunks[] = {bytes};
+  return DecodePublishRequest(chunks, limits, request);
 }
 
-// Serializes, decodes and validates, as the service does.
+// Decodes (which validates) as the service does.
 absl::Status RoundTrip(const pb::PublishRequest& sent, const RequestLimits& limits) {
   pb::PublishRequest received;
-  absl::Status status = Decode(sent.SerializeAsString(), limits, &received);
-  if (!status.ok()) return status;
-  return ValidatePublishRequest(received, limits);
+  return Decode(sent.SerializeAsString(), limits, &received);
 }
 
 TEST(RequestValidationTest, AcceptsOrdinaryRequests) {
@@ -111,6 +109,37 @@ TEST(RequestValidationTest, NestingUpToTheLimitPassesOneMoreIsRefused) {
   }
 }
 
+TEST(RequestValidationTest, EventsAreCountedBeforeDecodingAcrossChunks) {
+  pb::PublishRequest request;
+  request.set_uuid("u");
+  for (int i = 0; i < 5; ++i) {
+    (*request.add_events()->mutable_fields()->mutable_data())["n"].set_int64_value(i);
+  }
+  const std::string bytes = request.SerializeAsString();
+  RequestLimits limits;
+  limits.max_events_per_request = 4;
+  // Split mid-field, as a ByteBuffer's slices may be.
+  for (size_t cut : {size_t{1}, size_t{5}, bytes.size() / 2, bytes.size() - 1}) {
+    const absl::string_view chunks[] = {absl::string_view(bytes).substr(0, cut),
+                                        absl::string_view(bytes).substr(cut)};
+    pb::PublishRequest decoded;
+    absl::Status status = DecodePublishRequest(chunks, limits, &decoded);
+    EXPECT_THAT(status.message(), HasSubstr("request has 5 events")) << "cut at " << cut;
+    EXPECT_EQ(decoded.events_size(), 0) << "refused before decoding";
+    limits.max_events_per_request = 5;
+    EXPECT_TRUE(DecodePublishRequest(chunks, limits, &decoded).ok());
+    EXPECT_EQ(decoded.events_size(), 5);
+    limits.max_events_per_request = 4;
+  }
+  // A million empty events: refused from the count, nothing decoded.
+  std::string tiny;
+  for (int i = 0; i < 1000000; ++i) tiny += std::string("\x12\x00", 2);
+  pb::PublishRequest decoded;
+  EXPECT_THAT(Decode(tiny, RequestLimits{}, &decoded).message(),
+              HasSubstr("1000000 events, more than shipper.server.max_events_per_request (65536)"));
+  EXPECT_EQ(decoded.events_size(), 0);
+}
+
 TEST(RequestValidationTest, MetadataIsLimitedToo) {
   pb::PublishRequest request;
   pb::Event* event = request.add_events();
@@ -130,10 +159,9 @@ TEST(RequestValidationTest, TenThousandLevelsAreRefusedWhileParsing) {
   const std::string shallow = DeepRequestBytes(5);
   RequestLimits limits;
   limits.max_nesting_depth = 5;
-  ASSERT_TRUE(Decode(shallow, limits, &request).ok());
-  EXPECT_TRUE(ValidatePublishRequest(request, limits).ok());
+  EXPECT_TRUE(Decode(shallow, limits, &request).ok());
   limits.max_nesting_depth = 4;
-  EXPECT_FALSE(ValidatePublishRequest(request, limits).ok());
+  EXPECT_THAT(Decode(shallow, limits, &request).message(), HasSubstr("fields nest"));
 }
 
 TEST(RequestValidationTest, ValidationOfADeepInMemoryMessageDoesNotRecurse) {
