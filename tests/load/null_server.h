@@ -29,6 +29,11 @@ struct NullServerOptions {
   // kEnvelope only reads the uuid and counts events (the transport limit alone).
   enum class Decode { kFull, kEnvelope };
   Decode decode = Decode::kFull;
+  // How full decoding is served: the callback API (gRPC's threads) or the async API with
+  // async_threads completion-queue threads (0: one per core), as Shipper serves PublishEvents.
+  enum class Api { kCallback, kAsync };
+  Api api = Api::kAsync;
+  int async_threads = 0;
 };
 
 class NullServer {

@@ -17,6 +17,10 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:0", "HOST:PORT to serve on; port 0 pic
 ABSL_FLAG(uint32_t, max_accept_per_call, 0,
           "accept at most this many events per call (0: all), to exercise partial acceptance");
 ABSL_FLAG(bool, arena, true, "parse each request into an arena");
+ABSL_FLAG(std::string, api, "async",
+          "full decoding served by the async API (completion-queue threads, one per core) or "
+          "the callback API");
+ABSL_FLAG(int, async_threads, 0, "completion-queue threads for --api=async (0: one per core)");
 ABSL_FLAG(std::string, decode, "full",
           "full: parse every event (the baseline); envelope: read the uuid and count events only");
 
@@ -35,6 +39,14 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.max_accept_per_call = absl::GetFlag(FLAGS_max_accept_per_call);
   options.use_arena = absl::GetFlag(FLAGS_arena);
+  const std::string api = absl::GetFlag(FLAGS_api);
+  if (api == "callback") {
+    options.api = shipper::load::NullServerOptions::Api::kCallback;
+  } else if (api != "async") {
+    std::cerr << "null_server: --api must be async or callback, not " << api << "\n";
+    return 1;
+  }
+  options.async_threads = absl::GetFlag(FLAGS_async_threads);
   const std::string decode = absl::GetFlag(FLAGS_decode);
   if (decode == "envelope") {
     options.decode = shipper::load::NullServerOptions::Decode::kEnvelope;

@@ -11,11 +11,14 @@ namespace {
 namespace v1 = ::elastic::agent::shipper::v1;
 namespace msg = ::elastic::agent::shipper::v1::messages;
 
-class NullServerTest : public ::testing::TestWithParam<NullServerOptions::Decode> {
+using Serving = std::pair<NullServerOptions::Decode, NullServerOptions::Api>;
+
+class NullServerTest : public ::testing::TestWithParam<Serving> {
  protected:
   void SetUp() override {
     NullServerOptions options;
-    options.decode = GetParam();
+    options.decode = GetParam().first;
+    options.api = GetParam().second;
     auto server = NullServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -84,9 +87,12 @@ TEST_P(NullServerTest, StreamFollowsPublishes) {
   context.TryCancel();
 }
 
-INSTANTIATE_TEST_SUITE_P(Decodes, NullServerTest,
-                         ::testing::Values(NullServerOptions::Decode::kFull,
-                                           NullServerOptions::Decode::kEnvelope));
+INSTANTIATE_TEST_SUITE_P(
+    Decodes, NullServerTest,
+    ::testing::Values(Serving{NullServerOptions::Decode::kFull, NullServerOptions::Api::kAsync},
+                      Serving{NullServerOptions::Decode::kFull, NullServerOptions::Api::kCallback},
+                      Serving{NullServerOptions::Decode::kEnvelope,
+                              NullServerOptions::Api::kCallback}));
 
 }  // namespace
 }  // namespace shipper::load
