@@ -3,6 +3,7 @@
 // CPU and wake-up latency of each wait strategy. Prints one JSON object per line.
 //
 //   queue_bench [--quick] [--repeat=3] [--filter=<substring of the name>]
+#include <pthread.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -43,6 +44,14 @@ constexpr size_t kGetMax = 4096;   // events per Get / bulk dequeue
 int64_t CpuNanos() {
   timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+int64_t ThreadCpuNanos(std::thread& thread) {
+  clockid_t clock;
+  pthread_getcpuclockid(thread.native_handle(), &clock);
+  timespec ts;
+  clock_gettime(clock, &ts);
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
@@ -185,7 +194,8 @@ struct WaitResult {
 };
 
 // Idle: one consumer blocked in Get with no deadline, process CPU over `idle`.
-// Trickle: the same while a producer publishes one event every 100 us (10k events/s).
+// Trickle: the consumer thread's CPU while a producer publishes one event every 100 us (10k
+// events/s), the load of a quiet sidecar: what waiting costs between events.
 // Wake: a producer publishes one event (carrying its publish time) after a random pause of
 // 20 us..1 ms; the consumer measures how long the event took to come out of Get.
 WaitResult MeasureWait(WaitStrategy strategy, absl::Duration idle, int wakes) {
@@ -214,7 +224,7 @@ WaitResult MeasureWait(WaitStrategy strategy, absl::Duration idle, int wakes) {
   const double idle_cpu =
       100.0 * static_cast<double>(CpuNanos() - cpu0) / static_cast<double>(MonoNanos() - t0);
 
-  const int64_t trickle_cpu0 = CpuNanos();
+  const int64_t trickle_cpu0 = ThreadCpuNanos(consumer);
   const int64_t trickle_t0 = MonoNanos();
   const int64_t trickle_end = trickle_t0 + absl::ToInt64Nanoseconds(idle) / 5;
   for (int64_t next = trickle_t0; next < trickle_end; next += 100'000) {
@@ -222,7 +232,7 @@ WaitResult MeasureWait(WaitStrategy strategy, absl::Duration idle, int wakes) {
     Event e(reinterpret_cast<const void*>(MonoNanos()), 64, nullptr);
     producer->Publish(absl::MakeSpan(&e, 1), absl::InfiniteFuture());
   }
-  const double trickle_cpu = 100.0 * static_cast<double>(CpuNanos() - trickle_cpu0) /
+  const double trickle_cpu = 100.0 * static_cast<double>(ThreadCpuNanos(consumer) - trickle_cpu0) /
                              static_cast<double>(MonoNanos() - trickle_t0);
   // The consumer records latencies before Done: once all is persisted, they are ours to reset.
   queue->WaitPersisted(queue->published_index() - 1, absl::InfiniteFuture());
