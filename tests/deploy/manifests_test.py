@@ -151,6 +151,24 @@ class Manifests(unittest.TestCase):
             grace = w["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30)
             self.assertGreater(grace, drain, f"{w['metadata']['name']}: SIGKILL would cut the drain")
 
+    def test_liveness_outlasts_the_drain(self):
+        # The health status is NOT_SERVING for the whole drain: liveness must not kill it first.
+        for w in self.workloads:
+            drain = seconds(self.config_of(w).get("shipper.shutdown_timeout", "30s"))
+            (shipper,) = self.shipper_containers(w)
+            live = shipper["livenessProbe"]
+            window = live.get("periodSeconds", 10) * live.get("failureThreshold", 3)
+            self.assertGreater(window, drain, f"{w['metadata']['name']}: liveness gives up mid-drain")
+
+    def test_runs_as_the_images_user(self):
+        with open("deploy/Dockerfile") as f:
+            (user,) = re.findall(r"^USER (\d+):(\d+)$", f.read(), re.M)
+        for w in self.workloads:
+            (shipper,) = self.shipper_containers(w)
+            context = shipper["securityContext"]
+            self.assertEqual((str(context["runAsUser"]), str(context["runAsGroup"])), user)
+            self.assertTrue(context["runAsNonRoot"])
+
     def test_resources_are_set(self):
         for w in self.workloads:
             (shipper,) = self.shipper_containers(w)
