@@ -30,25 +30,25 @@ void Wakeups::Send() {
   size_ = 0;
 }
 
-bool Waiter::NapOrSpin(Mutex* mu, absl::Time deadline) {
+bool Waiter::NapOrSpin(Mutex* own_mu, absl::Time deadline) {
   const int round = rounds_++;
   switch (options_.strategy) {
     case WaitStrategy::kSleeping: {
       const absl::Duration nap = std::min(pause_, deadline - absl::Now());
       pause_ = std::min(pause_ * 2, options_.sleep_max);
-      mu->Unlock();
+      own_mu->Unlock();
       absl::SleepFor(nap);
-      mu->Lock();
+      own_mu->Lock();
       return true;
     }
     case WaitStrategy::kPhased: {
       if (round > 0) return false;
       const uint64_t seen = channel_->watched_->load(std::memory_order_relaxed);
       auto moved = [&] { return channel_->watched_->load(std::memory_order_acquire) != seen; };
-      mu->Unlock();
+      own_mu->Unlock();
       for (int i = 0; i < kSpins && !moved(); ++i) CpuRelax();
       for (int i = 0; i < kYields && !moved(); ++i) std::this_thread::yield();
-      mu->Lock();
+      own_mu->Lock();
       return true;
     }
     case WaitStrategy::kBlocking:

@@ -111,9 +111,11 @@ class Waiter {
   // (not `own_mu`, unless they are the same): it must say whether the state the caller's
   // condition depends on moved since the caller checked it. Sends `pending` first, without
   // `own_mu`: a thread must not sleep on wake-ups it owes others.
+  // (The body swaps mutexes that may be one and the same, which the thread-safety analysis
+  // cannot follow; callers are still checked.)
   template <typename Changed>
   void Wait(Mutex* own_mu, absl::Time deadline, Changed changed, Wakeups* pending = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(*own_mu) {
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(*own_mu) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (pending != nullptr && !pending->empty()) {
       own_mu->Unlock();
       pending->Send();
@@ -138,7 +140,7 @@ class Waiter {
  private:
   // kSleeping: naps; kPhased (first round only): spins, then yields. Returns false when the
   // strategy says to block now. Releases and retakes `own_mu` when it returns true.
-  bool NapOrSpin(Mutex* own_mu, absl::Time deadline);
+  bool NapOrSpin(Mutex* own_mu, absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(*own_mu);
 
   WaitChannel* const channel_;
   const WaitOptions& options_;
