@@ -454,6 +454,30 @@ TEST_P(QueueTest, CloseRefusesEventsButLetsConsumersDrain) {
   EXPECT_EQ(queue->Drain(In(absl::Seconds(10))), 0);
 }
 
+TEST_P(QueueTest, AbandonedBatchesStayUndoneAndAreFreedWithTheQueue) {
+  AckLog acks;
+  {
+    auto queue = NewQueue(BaseOptions());
+    auto p = queue->NewProducer(acks.Callback());
+    auto events = MakeEvents(1, 8, &owner_);
+    p->TryPublish(absl::MakeSpan(events));
+    queue->Close();
+    Batch first = queue->Get(3);
+    Batch rest = queue->Get(10);
+    ASSERT_EQ(rest.size(), 5);
+    first.Done();
+    rest.Abandon();  // the output is gone: never written, never done
+    EXPECT_TRUE(rest.empty());
+    EXPECT_EQ(queue->Drain(In(absl::Milliseconds(10))), 5);
+    EXPECT_EQ(queue->persisted_index(), 3);
+    EXPECT_EQ(acks.total(), 3);
+    EXPECT_EQ(owner_.released(), 3);
+    p.reset();
+  }
+  EXPECT_EQ(acks.total(), 3);  // no ACK for what was abandoned
+  EXPECT_EQ(owner_.released(), 8);
+}
+
 TEST_P(QueueTest, CloseWakesBlockedCallers) {
   Options options = BaseOptions();
   options.max_events = 1;
