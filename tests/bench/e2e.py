@@ -126,7 +126,7 @@ class Bench:
         argv = [self.o.shipper]
         if self.o.config:
             argv += ["-c", self.o.config]
-        argv += ["-E", "shipper.server.server=127.0.0.1:0"]
+        argv += ["-E", "shipper.server.server=127.0.0.1:0", "-E", "shipper.http.port=0"]
         outdir = None
         if output == "discard":
             argv += ["-E", "shipper.output.discard.enabled=true"]
