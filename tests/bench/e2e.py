@@ -126,7 +126,9 @@ class Bench:
         argv = [self.o.shipper]
         if self.o.config:
             argv += ["-c", self.o.config]
-        argv += ["-E", "shipper.server.server=127.0.0.1:0", "-E", "shipper.http.port=0"]
+        argv += ["-E", "shipper.server.server=127.0.0.1:0"]
+        for kv in self.o.common_overrides:
+            argv += ["-E", kv]
         outdir = None
         if output == "discard":
             argv += ["-E", "shipper.output.discard.enabled=true"]
@@ -406,7 +408,7 @@ def main():
                     help="null: null_server (full decode, the baseline); transport: null_server "
                          "--decode=envelope (no event decoding); discard, file: Shipper outputs")
     ap.add_argument("--shapes", default="filebeat,tiny,large")
-    ap.add_argument("--events", default="filebeat=1_000_000,tiny=3_000_000,large=100_000",
+    ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",
                     help="events per run, per shape")
     ap.add_argument("--batch", default="filebeat=500,tiny=500,large=100",
                     help="events per call, per shape")
@@ -420,6 +422,9 @@ def main():
                     default="shipper.queue.mem.flush.min_events=2048,"
                             "shipper.queue.mem.flush.timeout=5ms")
     ap.add_argument("--direct_overrides", default="shipper.queue.mem.flush.min_events=1")
+    ap.add_argument("--common_overrides", default="shipper.http.port=0",
+                    help="-E overrides for every Shipper run (default: the metrics endpoint on a "
+                         "free port, so that runs never collide on 8282)")
     ap.add_argument("--idle_seconds", type=float, default=10)
     ap.add_argument("--idle_discard", action="store_true",
                     help="enable the discard output for idle_cpu (if the default config has none)")
@@ -433,6 +438,7 @@ def main():
     o.reps = per_shape(o.reps)
     o.buffered_overrides = [kv for kv in o.buffered_overrides.split(",") if kv]
     o.direct_overrides = [kv for kv in o.direct_overrides.split(",") if kv]
+    o.common_overrides = [kv for kv in o.common_overrides.split(",") if kv]
     for flag in ("null_server", "shipper_load"):
         path = getattr(o, flag)
         if not path or not os.access(path, os.X_OK):
