@@ -20,6 +20,7 @@ absl::StatusOr<std::unique_ptr<Delivery>> Delivery::Create(const Config& config,
   options.bulk_max_size = config.bulk_max_size;
   options.backoff_init = config.backoff_init;
   options.backoff_max = config.backoff_max;
+  options.name = std::string(OutputName(config.output));
   return std::make_unique<Delivery>(queue, *std::move(output), *std::move(dead_letters),
                                     options);
 }
@@ -29,7 +30,8 @@ Delivery::Delivery(queue::Queue* queue, std::unique_ptr<Output> output,
     : queue_(queue),
       output_(std::move(output)),
       dead_letters_(std::move(dead_letters)),
-      options_(options) {}
+      options_(options),
+      metrics_(metrics::ShipperMetrics::Get().Output(options.name)) {}
 
 void Delivery::Run(const runtime::WorkerPool::Worker&) {
   queue::Batch batch = queue_->Get(options_.bulk_max_size, absl::Now() + options_.poll);
@@ -39,17 +41,22 @@ void Delivery::Run(const runtime::WorkerPool::Worker&) {
 void Delivery::Deliver(queue::Batch& batch) {
   std::optional<Backoff> backoff;  // only failing batches pay for its random generator
   std::vector<Rejection> rejected;
+  metrics_.batch_events.Observe(batch.size());
   while (true) {
     rejected.clear();
+    const absl::Time start = absl::Now();
     absl::Status status = output_->Write(batch, &rejected);
+    metrics_.write_seconds.ObserveDuration(absl::Now() - start);
     if (status.ok() && !rejected.empty()) status = dead_letters_->Record(batch, rejected);
     if (status.ok()) {
       events_written_.fetch_add(batch.size() - rejected.size(), std::memory_order_relaxed);
       dead_letters_count_.fetch_add(rejected.size(), std::memory_order_relaxed);
+      metrics_.dead_lettered.Add(rejected.size());
       batch.Done();
       return;
     }
     retries_.fetch_add(1, std::memory_order_relaxed);
+    metrics_.errors.Add();
     if (!backoff) backoff.emplace(options_.backoff_init, options_.backoff_max);
     const absl::Duration wait = backoff->Next();
     LOG(WARNING) << "output failed, retrying " << batch.size() << " events (indexes "
@@ -59,6 +66,7 @@ void Delivery::Deliver(queue::Batch& batch) {
       batch.Abandon();
       return;
     }
+    metrics_.retries.Add();
   }
 }
 

@@ -23,6 +23,7 @@
 #include "queue/queue.h"
 #include "runtime/worker_pool.h"
 #include "shipper/config.h"
+#include "shipper/metrics/shipper_metrics.h"
 #include "shipper/output/dead_letters.h"
 #include "shipper/output/output.h"
 
@@ -37,6 +38,8 @@ class Delivery {
     // How long an idle worker waits for a batch before it returns to the pool (which checks
     // whether the worker should stop).
     absl::Duration poll = absl::Milliseconds(500);
+    // The output label of its metrics, as in shipper.output.<name>.
+    std::string name = "output";
   };
 
   // Counters since start, for logs and metrics.
@@ -70,6 +73,7 @@ class Delivery {
   const std::unique_ptr<Output> output_;
   const std::unique_ptr<DeadLetters> dead_letters_;
   const Options options_;
+  metrics::OutputMetrics& metrics_;  // options_.name's
 
   std::atomic<bool> giving_up_{false};  // makes GiveUp() idempotent
   absl::Notification give_up_;

@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "glog/logging.h"
 #include "shipper/output/batch_json.h"
 #include "shipper/output/file_util.h"
 
@@ -35,16 +36,44 @@ absl::Status Errno(absl::string_view what, absl::string_view path) {
   return absl::UnavailableError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
+// Cuts a partial last line, left by a process killed in the middle of a write: those events
+// were never reported persisted (their clients resend them), and appending after the fragment
+// would corrupt the next line too.
+void TrimPartialLine(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return;
+  off_t end = st.st_size;
+  char buf[4096];
+  while (end > 0) {
+    const off_t begin = end > static_cast<off_t>(sizeof buf) ? end - sizeof buf : 0;
+    const ssize_t n = ::pread(fd, buf, static_cast<size_t>(end - begin), begin);
+    if (n != end - begin) return;  // unreadable: leave the file as it is
+    for (ssize_t i = n - 1; i >= 0; --i) {
+      if (buf[i] != '\n') continue;
+      const off_t keep = begin + i + 1;
+      if (keep == st.st_size) return;
+      LOG(WARNING) << path << ": cutting " << st.st_size - keep
+                   << " bytes of a line a previous process did not finish";
+      if (::ftruncate(fd, keep) != 0) PLOG(WARNING) << path << ": truncate";
+      return;
+    }
+    end = begin;
+  }
+  LOG(WARNING) << path << ": cutting " << st.st_size << " bytes without a whole line";
+  if (::ftruncate(fd, 0) != 0) PLOG(WARNING) << path << ": truncate";
+}
+
 // Opens path/filename for appending, creating it with the configured permissions (less the
 // process umask, as for any file the process creates).
 absl::StatusOr<std::shared_ptr<OpenFile>> Open(const Config::FileOutput& config) {
   const std::string path = absl::StrCat(config.path, "/", config.filename);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC,
                   static_cast<mode_t>(config.permissions));
   if (fd < 0) {
     return absl::InvalidArgumentError(absl::StrCat("shipper.output.file: cannot open '", path,
                                                    "' for appending: ", std::strerror(errno)));
   }
+  TrimPartialLine(fd, path);
   return std::make_shared<OpenFile>(fd);
 }
 

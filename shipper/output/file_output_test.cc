@@ -130,6 +130,19 @@ TEST_F(FileOutputTest, AnEventLargerThanTheLimitGetsAFileOfItsOwn) {
   EXPECT_EQ(Indexes(0), std::vector<uint64_t>{3});
 }
 
+TEST_F(FileOutputTest, CutsAPartialLastLineLeftByAKilledProcess) {
+  std::filesystem::create_directories(config_.path);
+  std::ofstream(File(0)) << "{\"whole\":1}\n{\"cut\":";
+  QueuedEvents events(Events(2));
+  WriteAll(events, 2);
+  std::ifstream in(File(0));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u) << "the whole line, then the two new events";
+  EXPECT_EQ(lines[0], "{\"whole\":1}");
+  EXPECT_EQ(lines[1].substr(0, 10), "{\"message\"");
+}
+
 TEST_F(FileOutputTest, CreatesFilesWithTheConfiguredPermissions) {
   const mode_t old_umask = ::umask(0);
   config_.permissions = 0640;

@@ -23,7 +23,7 @@ namespace shipper::testing {
 namespace {
 
 TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
-  constexpr uint64_t kEvents = 100000;
+  constexpr uint64_t kEvents = 50000;
   const std::string out = absl::StrCat(getenv("TEST_TMPDIR"), "/aggregator");
   std::filesystem::remove_all(out);
   const std::string aggregator_address = absl::StrCat("127.0.0.1:", FreePort());
@@ -31,6 +31,10 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
       "-E", absl::StrCat("shipper.server.server=", aggregator_address),
       "-E", absl::StrCat("shipper.output.file.path=", out),
       "-E", "shipper.output.file.rotate_every_kb=1048576",  // one file: nothing rotates away
+      // Batches wait up to 300 ms in the aggregator's queue, so the kill finds events it
+      // accepted but never wrote: the sidecar must resend them to the new instance.
+      "-E", "shipper.queue.mem.flush.min_events=8192",
+      "-E", "shipper.queue.mem.flush.timeout=300ms",
       "-E", "shipper.http.port=0"};
   auto first = ShipperProcess::Start(aggregator_args);
   ASSERT_TRUE(first.ok()) << first.status();
@@ -48,13 +52,14 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
   std::atomic<uint64_t> persisted{0};
   ProducerClient publisher(sidecar->address());
   std::thread publish([&] {
-    EXPECT_EQ(publisher.Publish(0, kEvents, 500, absl::Now() + absl::Seconds(40)), kEvents);
+    EXPECT_EQ(publisher.Publish(0, kEvents, 500, absl::Now() + absl::Seconds(120)), kEvents);
   });
   std::thread watch([&] {
     ProducerClient watcher(sidecar->address());
-    watcher.AwaitPersisted(UINT64_MAX, absl::Now() + absl::Seconds(45), &persisted);
+    // One publisher, one process: the events get indexes 1..kEvents.
+    watcher.AwaitPersisted(kEvents, absl::Now() + absl::Seconds(180), &persisted);
   });
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (persisted < kEvents / 4 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
   aggregator->Signal(SIGKILL);
   ASSERT_TRUE(aggregator->Wait(absl::Seconds(10)).ok());
@@ -66,7 +71,7 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
 
   publish.join();
   ProducerClient checker(sidecar->address());
-  EXPECT_EQ(checker.AwaitPersisted(publisher.last_index(), absl::Now() + absl::Seconds(30)),
+  EXPECT_EQ(checker.AwaitPersisted(publisher.last_index(), absl::Now() + absl::Seconds(60)),
             publisher.last_index())
       << sidecar->Log();
   watch.join();
@@ -80,11 +85,20 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
     ASSERT_GE(copies[static_cast<int64_t>(seq)], 1) << "event " << seq << " lost";
     duplicates += copies[static_cast<int64_t>(seq)] - 1;
   }
-  std::cout << "sidecar persisted index at the kill: " << at_kill << "; all " << kEvents
-            << " events in the aggregator's file, " << duplicates << " duplicates\n";
-  EXPECT_NE(sidecar->Log().find("restarted"), std::string::npos)
-      << "the sidecar noticed the new uuid:\n"
-      << sidecar->Log();
+  // Attempts the sidecar retried: batches cut off by the kill, or accepted by the killed
+  // aggregator and not persisted (those fail once the new uuid appears).
+  const std::string log = sidecar->Log();
+  int resent = 0;
+  for (size_t at = log.find("output failed, retrying"); at != std::string::npos;
+       at = log.find("output failed, retrying", at + 1)) {
+    ++resent;
+  }
+  std::cout << "sidecar persisted index at the kill: " << at_kill << "; " << resent
+            << " batch attempts retried; all " << kEvents << " events in the aggregator's file, "
+            << duplicates << " duplicates\n";
+  EXPECT_NE(log.find("restarted: uuid"), std::string::npos)
+      << "the sidecar saw the new uuid:\n" << log;
+  EXPECT_GT(resent, 0) << log;
 }
 
 }  // namespace
