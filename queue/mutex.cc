@@ -2,7 +2,10 @@
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <climits>
 
 namespace shipper::queue::internal {
 namespace {
@@ -33,6 +36,30 @@ void Mutex::LockSlow() {
 
 void Mutex::WakeOne() {
   syscall(SYS_futex, FutexWord(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+void CondVar::WaitAndUnlock(Mutex* mu, absl::Time deadline) {
+  // Read under the mutex: a signal decided after the caller registered changes seq_ before the
+  // futex call can sleep on the old value.
+  const uint32_t seq = seq_.load(std::memory_order_relaxed);
+  mu->Unlock();
+  if (deadline == absl::InfiniteFuture()) {
+    syscall(SYS_futex, FutexWord(&seq_), FUTEX_WAIT_PRIVATE, seq, nullptr, nullptr, 0);
+  } else {
+    const timespec until = absl::ToTimespec(deadline);  // absolute, on the realtime clock
+    syscall(SYS_futex, FutexWord(&seq_), FUTEX_WAIT_BITSET_PRIVATE | FUTEX_CLOCK_REALTIME, seq,
+            &until, nullptr, FUTEX_BITSET_MATCH_ANY);
+  }
+}
+
+void CondVar::Signal() {
+  seq_.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, FutexWord(&seq_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+void CondVar::SignalAll() {
+  seq_.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, FutexWord(&seq_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
 }  // namespace shipper::queue::internal

@@ -5,18 +5,20 @@
 // instead of glibc's ~60, which matters on a path taken once per published event. It spins
 // briefly before it sleeps, because the sections it guards last a few hundred nanoseconds.
 //
-// Why not absl::Mutex: Debian's Abseil is a shared library built without ThreadSanitizer, so TSan
-// cannot see its happens-before edges and reports races that are not there. This lock is built
-// from std::atomic, which TSan understands; CondVar is std::condition_variable_any, which works
-// with any lock and goes through pthread, which TSan intercepts.
+// CondVar is a futex on a sequence number. Unlike std::condition_variable, a woken waiter does
+// not take the mutex back: the queue's waiters sleep on the other side's mutex and would
+// otherwise fight that side's threads for it just to let go of it again.
 //
-// Thread safety: as std::mutex. CondVar::Wait requires the mutex it is given to be held.
+// Why not absl::Mutex: Debian's Abseil is a shared library built without ThreadSanitizer, so TSan
+// cannot see its happens-before edges and reports races that are not there. These are built
+// from std::atomic, which TSan understands (it does not see futex sleeps, and need not: a woken
+// waiter takes a mutex before it looks at anything).
+//
+// Thread safety: as std::mutex. CondVar::WaitAndUnlock requires the mutex it is given.
 #ifndef SHIPPER_QUEUE_MUTEX_H_
 #define SHIPPER_QUEUE_MUTEX_H_
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 
 #include "absl/base/thread_annotations.h"
@@ -73,19 +75,14 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
 
 class CondVar {
  public:
-  // Releases `mu` and sleeps until Signal/SignalAll, `deadline`, or spuriously; then relocks.
-  void Wait(Mutex* mu, absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(*mu) {
-    if (deadline == absl::InfiniteFuture()) {
-      cv_.wait(*mu);
-    } else {
-      cv_.wait_until(*mu, absl::ToChronoTime(deadline));
-    }
-  }
-  void Signal() { cv_.notify_one(); }
-  void SignalAll() { cv_.notify_all(); }
+  // Releases `mu` and sleeps until a Signal/SignalAll that comes after this call, `deadline`, or
+  // spuriously. Returns without `mu`.
+  void WaitAndUnlock(Mutex* mu, absl::Time deadline) ABSL_UNLOCK_FUNCTION(*mu);
+  void Signal();
+  void SignalAll();
 
  private:
-  std::condition_variable_any cv_;
+  std::atomic<uint32_t> seq_{0};
 };
 
 }  // namespace shipper::queue::internal

@@ -74,14 +74,14 @@ class WaitChannel {
   // Wakes one (all) of the threads asleep on the channel once `later` is sent.
   // REQUIRES: the channel's mutex is held.
   void NotifyOne(Wakeups* later) {
-    if (sleepers_ > 0) later->Add(this, false);
+    if (sleepers() > 0) later->Add(this, false);
   }
   void NotifyAll(Wakeups* later) {
-    if (sleepers_ > 0) later->Add(this, true);
+    if (sleepers() > 0) later->Add(this, true);
   }
 
   // REQUIRES: the channel's mutex is held.
-  int sleepers() const { return sleepers_; }
+  int sleepers() const { return sleepers_.load(std::memory_order_relaxed); }
 
  private:
   friend class Waiter;
@@ -92,7 +92,9 @@ class WaitChannel {
   Mutex* const mu_;
   const std::atomic<uint64_t>* const watched_;
   CondVar cv_;
-  int sleepers_ = 0;  // guarded by *mu_
+  // Raised under *mu_, so a notifier holding it sees every registered sleeper; lowered by the
+  // sleeper after it woke, without the mutex (a notifier may then signal for nobody: harmless).
+  std::atomic<int> sleepers_{0};
 };
 
 struct WaitOptions {
@@ -128,13 +130,14 @@ class Waiter {
       own_mu->Unlock();
       mu->Lock();
     }
-    ++channel_->sleepers_;
-    if (!changed()) channel_->cv_.Wait(mu, deadline);
-    --channel_->sleepers_;
-    if (mu != own_mu) {
+    channel_->sleepers_.fetch_add(1, std::memory_order_relaxed);
+    if (changed()) {
       mu->Unlock();
-      own_mu->Lock();
+    } else {
+      channel_->cv_.WaitAndUnlock(mu, deadline);
     }
+    channel_->sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    own_mu->Lock();
   }
 
  private:
