@@ -170,8 +170,9 @@ class QueueImpl final : public Queue {
   const uint64_t mask_;
   const std::unique_ptr<Slot[]> slots_;
 
-  // Producer side. The atomics are written under publish_mu_ and read anywhere.
-  mutable internal::Mutex publish_mu_;
+  // Producer side. The atomics are written under publish_mu_ and read anywhere. Each side starts
+  // a cache line of its own, so that one side's writes do not evict the other's lock.
+  alignas(64) mutable internal::Mutex publish_mu_;
   std::atomic<uint64_t> published_{0};
   std::atomic<uint64_t> bytes_in_{0};          // bytes of all events ever accepted
   std::atomic<int64_t> first_unread_ns_{0};    // buffered: when the oldest unread was published
@@ -180,7 +181,7 @@ class QueueImpl final : public Queue {
   internal::WaitChannel consumers_{&publish_mu_, &published_};  // Get: events to take
 
   // Consumer side. The atomics are written under get_mu_ and read anywhere.
-  mutable internal::Mutex get_mu_;
+  alignas(64) mutable internal::Mutex get_mu_;
   std::atomic<uint64_t> read_{0};
   std::atomic<uint64_t> persisted_{0};
   std::atomic<uint64_t> freed_{0};
