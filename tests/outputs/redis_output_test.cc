@@ -199,5 +199,66 @@ TEST(RedisOutputTest, WrongTypeRepliesGoToTheDeadLetterFileWhileTheRestFlow) {
   EXPECT_EQ(dead, (std::set<uint64_t>{7, 123}));
 }
 
+TEST(RedisOutputTest, StreamWithPasswordAndDb) {
+  constexpr uint64_t kEvents = 300;
+  auto redis = RedisServer::Start(FreePort(), TempDir("stream"), /*append_only=*/false, "s3cret");
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  std::vector<std::string> args = ShipperArgs((*redis)->port(), "events");
+  args.insert(args.end(), {"-E", "shipper.output.redis.datatype=stream", "-E",
+                           "shipper.output.redis.password=s3cret", "-E",
+                           "shipper.output.redis.db=3"});
+  auto shipper = ShipperProcess::Start(args);
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  ProducerClient client(shipper->address());
+  ASSERT_EQ(client.Publish(0, kEvents, 100, absl::Now() + absl::Seconds(20)), kEvents);
+  ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(20)),
+            client.last_index())
+      << shipper->Log();
+  auto c = (*redis)->Connect();  // one connection: SELECT holds for its later commands
+  ASSERT_NE(c, nullptr);
+  freeReplyObject(redisCommand(c.get(), "SELECT 3"));
+  std::unique_ptr<redisReply, void (*)(void*)> entries(
+      static_cast<redisReply*>(redisCommand(c.get(), "XRANGE events - +")), freeReplyObject);
+  ASSERT_NE(entries, nullptr);
+  ASSERT_EQ(entries->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(entries->elements, kEvents) << "XADD events * event <document>, in db 3";
+  for (size_t i = 0; i < entries->elements; ++i) {
+    const redisReply* fields = entries->element[i]->element[1];
+    ASSERT_EQ(fields->elements, 2u);
+    EXPECT_EQ(std::string(fields->element[0]->str), "event");
+    EXPECT_EQ(TestSeq(fields->element[1]->str), static_cast<int64_t>(i));
+  }
+  auto db0 = (*redis)->Command({"EXISTS", "events"});
+  ASSERT_NE(db0, nullptr);
+  EXPECT_EQ(db0->integer, 0) << "nothing in db 0";
+}
+
+TEST(RedisOutputTest, ChannelReachesSubscribers) {
+  constexpr uint64_t kEvents = 300;
+  auto redis = RedisServer::Start(FreePort(), TempDir("channel"), /*append_only=*/false);
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  auto subscriber = (*redis)->Connect();
+  ASSERT_NE(subscriber, nullptr);
+  freeReplyObject(redisCommand(subscriber.get(), "SUBSCRIBE logs-nginx.access"));
+  std::vector<std::string> args =
+      ShipperArgs((*redis)->port(), "logs-%{[data_stream.dataset]}");
+  args.insert(args.end(), {"-E", "shipper.output.redis.datatype=channel"});
+  auto shipper = ShipperProcess::Start(args);
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  ProducerClient client(shipper->address());
+  ASSERT_EQ(client.Publish(0, kEvents, 100, absl::Now() + absl::Seconds(20)), kEvents);
+  std::set<int64_t> received;
+  while (received.size() < kEvents) {
+    void* raw = nullptr;
+    ASSERT_EQ(redisGetReply(subscriber.get(), &raw), REDIS_OK) << "message timeout";
+    std::unique_ptr<redisReply, void (*)(void*)> message(static_cast<redisReply*>(raw),
+                                                         freeReplyObject);
+    ASSERT_EQ(message->elements, 3u);  // "message", channel, payload
+    received.insert(TestSeq(message->element[2]->str));
+  }
+  EXPECT_EQ(*received.begin(), 0);
+  EXPECT_EQ(*received.rbegin(), static_cast<int64_t>(kEvents - 1));
+}
+
 }  // namespace
 }  // namespace shipper::testing

@@ -29,7 +29,8 @@ int FreePort() {
 }
 
 absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(int port, const std::string& dir,
-                                                                 bool append_only) {
+                                                                 bool append_only,
+                                                                 const std::string& password) {
   const std::string log = absl::StrCat(dir, "/redis-", port, ".log");
   std::vector<std::string> args = {"/usr/bin/redis-server",
                                    "--bind", "127.0.0.1",
@@ -40,6 +41,7 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(int port, const 
                                    "--appendfsync", "always",
                                    "--protected-mode", "no",
                                    "--logfile", log};
+  if (!password.empty()) args.insert(args.end(), {"--requirepass", password});
   pid_t pid = fork();
   if (pid == 0) {
     std::vector<char*> argv;
@@ -48,7 +50,7 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(int port, const 
     execv(argv[0], argv.data());
     _exit(127);
   }
-  std::unique_ptr<RedisServer> server(new RedisServer(pid, port));
+  std::unique_ptr<RedisServer> server(new RedisServer(pid, port, password));
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (absl::Now() < deadline) {
     auto reply = server->Command({"PING"});
@@ -74,23 +76,31 @@ void RedisServer::Kill() {
   pid_ = 0;
 }
 
+std::unique_ptr<redisContext, void (*)(redisContext*)> RedisServer::Connect() const {
+  std::unique_ptr<redisContext, void (*)(redisContext*)> c(
+      redisConnectWithTimeout("127.0.0.1", port_, timeval{5, 0}), redisFree);
+  if (c == nullptr || c->err || redisSetTimeout(c.get(), timeval{10, 0}) != REDIS_OK) {
+    return {nullptr, redisFree};
+  }
+  if (!password_.empty()) {
+    void* reply = redisCommand(c.get(), "AUTH %s", password_.c_str());
+    if (reply == nullptr) return {nullptr, redisFree};
+    freeReplyObject(reply);
+  }
+  return c;
+}
+
 std::unique_ptr<redisReply, void (*)(void*)> RedisServer::Command(
     const std::vector<std::string>& args) const {
-  std::unique_ptr<redisReply, void (*)(void*)> none(nullptr, freeReplyObject);
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, timeval{5, 0});
-  if (c == nullptr) return none;
-  if (c->err) {
-    redisFree(c);
-    return none;
-  }
+  auto c = Connect();
+  if (c == nullptr) return {nullptr, freeReplyObject};
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (const std::string& a : args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  void* reply = redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data());
-  redisFree(c);
+  void* reply = redisCommandArgv(c.get(), static_cast<int>(args.size()), argv.data(), lens.data());
   return {static_cast<redisReply*>(reply), freeReplyObject};
 }
 
