@@ -325,6 +325,23 @@ const std::vector<Key>& Keys() {
       Duration("shipper.shutdown_timeout",
                "after SIGTERM, how long the queue may drain into the output",
                [](Draft& d) -> absl::Duration& { return d.config.shutdown_timeout; }),
+      Bool("shipper.http.enabled", "serve /metrics (Prometheus) and /healthz over HTTP",
+           [](Draft& d) -> bool& { return d.config.http.enabled; }),
+      String("shipper.http.host", "address the HTTP endpoint listens on",
+             [](Draft& d) -> std::string& { return d.config.http.host; }),
+      Typed<int>(
+          "shipper.http.port", "port of the HTTP endpoint (0: a free one, logged at start)",
+          "a port number from 0 to 65535",
+          [](const std::string& s) -> std::optional<int> {
+            int port;
+            if (!absl::SimpleAtoi(s, &port) || port < 0 || port > 65535) return std::nullopt;
+            return port;
+          },
+          [](const int& v) { return absl::StrCat(v); },
+          [](Draft& d) -> int& { return d.config.http.port; }),
+      Duration("shipper.metrics.period",
+               "how often one INFO line logs what the counters did since the last (0: never)",
+               [](Draft& d) -> absl::Duration& { return d.config.metrics_period; }),
   };
   return *keys;
 }

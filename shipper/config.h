@@ -98,6 +98,15 @@ struct Config {
 
   // After SIGTERM, how long the queue may drain into the output before the process exits.
   absl::Duration shutdown_timeout = absl::Seconds(30);
+
+  // The monitoring endpoint: /metrics (Prometheus) and /healthz over HTTP.
+  struct Http {
+    bool enabled = true;
+    std::string host = "127.0.0.1";
+    int port = 8282;  // the Go shipper's; 0 picks a free one (the log says which)
+  } http;
+  // How often one INFO line logs what the counters did since the last line (0: never).
+  absl::Duration metrics_period = absl::Seconds(30);
 };
 
 // Builds the configuration from an optional YAML file (empty path: defaults only) and

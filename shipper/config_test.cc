@@ -301,5 +301,26 @@ shipper.server.ssl:
               HasSubstr("expected one of none|optional|required"));
 }
 
+TEST(ConfigTest, HttpEndpointAndMetricsPeriod) {
+  absl::StatusOr<Config> defaults = Parse("");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_TRUE(defaults->http.enabled);
+  EXPECT_EQ(defaults->http.host, "127.0.0.1");
+  EXPECT_EQ(defaults->http.port, 8282);
+  EXPECT_EQ(defaults->metrics_period, absl::Seconds(30));
+
+  absl::StatusOr<Config> config = Parse(
+      "shipper.http: {enabled: false, host: 0.0.0.0, port: 0}\nshipper.metrics.period: 0");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->http.enabled);
+  EXPECT_EQ(config->http.host, "0.0.0.0");
+  EXPECT_EQ(config->http.port, 0);
+  EXPECT_EQ(config->metrics_period, absl::ZeroDuration());
+
+  EXPECT_THAT(Error("shipper.http.port: 65536"),
+              HasSubstr("'shipper.http.port': expected a port number from 0 to 65535"));
+  EXPECT_THAT(Error("shipper.metrics.period: often"), HasSubstr("shipper.metrics.period"));
+}
+
 }  // namespace
 }  // namespace shipper

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "google/protobuf/arena.h"
+#include "shipper/metrics/shipper_metrics.h"
 
 namespace shipper {
 
@@ -82,7 +83,12 @@ class ProducerService::PublishCall final {
     }
     new PublishCall(service_);  // the next call waits in our place
     replying_ = true;
-    responder_.Finish(*request_->reply(), service_->Publish(context_, *request_), this);
+    const absl::Time start = absl::Now();
+    const grpc::Status status = service_->Publish(context_, *request_);
+    metrics::ShipperMetrics::Get().Published(
+        request_->request()->events_size(), request_->reply()->accepted_count(),
+        request_->reply()->accepted_index(), status.error_code(), start);
+    responder_.Finish(*request_->reply(), status, this);
   }
 
  private:
@@ -205,6 +211,7 @@ void ProducerService::StopAccepting() {
 }
 
 void ProducerService::OnPersisted() {
+  metrics::ShipperMetrics::Get().Persisted(queue_->persisted_index());
   absl::MutexLock lock(&mu_);
   persisted_ = queue_->persisted_index();
   dirty_ = true;

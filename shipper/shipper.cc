@@ -27,6 +27,9 @@
 #include "shipper/health_server.h"
 #include "shipper/listener.h"
 #include "shipper/output/delivery.h"
+#include "shipper/metrics/exporter.h"
+#include "shipper/metrics/grpc_metrics.h"
+#include "shipper/metrics/shipper_metrics.h"
 #include "shipper/producer_service.h"
 
 namespace shipper {
@@ -89,6 +92,7 @@ class ShipperImpl final : public Shipper {
     int port = 0;
     builder.AddListeningPort(config_.server_address, *credentials, &port);
     builder.RegisterService(service_.get());
+    metrics::AddGrpcMetrics(&builder);
     cq_ = builder.AddCompletionQueue();
     server_ = builder.BuildAndStart();
     if (server_ == nullptr) {
@@ -110,6 +114,7 @@ class ShipperImpl final : public Shipper {
       grpc_quota_.SetMaxThreads(runtime::GrpcSyncServerMaxThreads(now));
       grpc_workers_->Resize(runtime::GrpcWorkers(now));
       workers_->Resize(runtime::OutputWorkers(now));
+      metrics::ShipperMetrics::Get().Retuned();
     });
     if (!config_.health_address.empty()) {
       absl::StatusOr<std::unique_ptr<HealthServer>> health =
@@ -117,6 +122,10 @@ class ShipperImpl final : public Shipper {
       if (!health.ok()) return health.status();
       health_ = *std::move(health);
     }
+    absl::StatusOr<std::unique_ptr<metrics::Exporter>> exporter = metrics::Exporter::Start(
+        config_, queue_.get(), cpu_.get(), workers_.get(), grpc_workers_.get());
+    if (!exporter.ok()) return exporter.status();
+    exporter_ = *std::move(exporter);
     address_ = config_.server_address;
     if (!absl::StartsWith(address_, "unix:")) {
       address_ = absl::StrCat(address_.substr(0, address_.rfind(':')), ":", port);
@@ -133,6 +142,7 @@ class ShipperImpl final : public Shipper {
     stopped_ = true;
     if (server_ == nullptr) return report_;  // Init failed before serving
     server_->GetHealthCheckService()->SetServingStatus(false);
+    if (exporter_ != nullptr) exporter_->SetServing(false);
     if (health_ != nullptr) health_->SetServing(false);
     service_->StopAccepting();
     queue_->Close();
@@ -163,8 +173,10 @@ class ShipperImpl final : public Shipper {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HealthServer> health_;  // null without shipper.server.health.address
   std::unique_ptr<runtime::WorkerPool> grpc_workers_;  // serve cq_
-  // Last: destroyed first, its listener resizes the pools above.
+  // After the pools: destroyed before them, its listener resizes them.
   std::unique_ptr<runtime::CpuMonitor> cpu_;
+  // Destroyed first: its threads read the queue, the CPU monitor and the pools.
+  std::unique_ptr<metrics::Exporter> exporter_;
 
   absl::Mutex stop_mu_;
   bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;

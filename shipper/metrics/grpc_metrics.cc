@@ -4,7 +4,10 @@
 #include <atomic>
 #include <cstring>
 #include <iterator>
+#include <memory>
+#include <vector>
 
+#include "grpcpp/support/server_interceptor.h"
 #include "shipper/metrics/shipper_metrics.h"
 
 namespace shipper::metrics {
@@ -80,8 +83,10 @@ class MetricsFactory final : public grpc::experimental::ServerInterceptorFactory
 
 }  // namespace
 
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewGrpcMetricsFactory() {
-  return std::make_unique<MetricsFactory>();
+void AddGrpcMetrics(grpc::ServerBuilder* builder) {
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(std::make_unique<MetricsFactory>());
+  builder->experimental().SetInterceptorCreators(std::move(creators));
 }
 
 }  // namespace shipper::metrics

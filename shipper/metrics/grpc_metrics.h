@@ -9,9 +9,7 @@
 #ifndef SHIPPER_SHIPPER_METRICS_GRPC_METRICS_H_
 #define SHIPPER_SHIPPER_METRICS_GRPC_METRICS_H_
 
-#include <memory>
-
-#include "grpcpp/support/server_interceptor.h"
+#include "grpcpp/server_builder.h"
 
 namespace shipper::metrics {
 
@@ -22,8 +20,9 @@ inline constexpr const char* kCountedMethods[] = {
     "/grpc.health.v1.Health/Watch",
 };
 
-// For grpc::ServerBuilder::experimental().SetInterceptorCreators().
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewGrpcMetricsFactory();
+// Installs the counting interceptor on `builder`. gRPC takes one list of interceptor creators
+// per server: a second SetInterceptorCreators() call would replace this one.
+void AddGrpcMetrics(grpc::ServerBuilder* builder);
 
 }  // namespace shipper::metrics
 

@@ -30,18 +30,26 @@ std::vector<uint64_t> BatchSizeBounds() {
 
 constexpr double kNanosecondsToSeconds = 1e-9;
 
-absl::string_view ReasonLabel(RejectReason reason) {
-  switch (reason) {
-    case RejectReason::kUuidMismatch:
-      return "uuid_mismatch";
-    case RejectReason::kQueueFull:
-      return "queue_full";
-    case RejectReason::kShuttingDown:
-      return "shutting_down";
-    case RejectReason::kCount:
-      break;
+// Why events of a publish call were not accepted: the rejected counter's reason label.
+enum RejectReason { kQueueFull, kUuidMismatch, kShuttingDown, kInvalid, kOther, kReasons };
+constexpr const char* kReasonLabels[kReasons] = {"queue_full", "uuid_mismatch", "shutting_down",
+                                                 "invalid", "other"};
+
+RejectReason ReasonFor(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return kQueueFull;  // the client resends the rest
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return kUuidMismatch;  // the client rewinds to its persisted index
+    case grpc::StatusCode::UNAVAILABLE:
+      return kShuttingDown;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return kInvalid;
+    default:
+      return kOther;
   }
-  LOG(FATAL) << "not a reason: " << static_cast<int>(reason);
 }
 
 // Builds the collection: each Add* starts a family; Sample and Histogram add to the last one.
@@ -74,6 +82,11 @@ class Collection {
 };
 
 void CollectOutputs(const Family<OutputMetrics>& outputs, Collection* c) {
+  c->Add("shipper_output_batch_events", "Events in each batch an output worker took.",
+         Type::kHistogram);
+  outputs.ForEach([&](const std::string& labels, const OutputMetrics& m) {
+    c->Histogram(m.batch_events, labels);
+  });
   c->Add("shipper_output_write_duration_seconds",
          "Time each output Write() of a batch took, failed or not.", Type::kHistogram);
   outputs.ForEach([&](const std::string& labels, const OutputMetrics& m) {
@@ -133,13 +146,13 @@ void CollectRuntime(const Sources& sources, const Counter& retunes, Collection* 
   c->Add("shipper_cpu_retunes_total", "Times a changed CPU quota resized the thread pools.",
          Type::kCounter)
       .Sample(retunes.value());
-  if (sources.output_workers || sources.grpc_max_threads) {
+  if (sources.output_workers || sources.grpc_workers) {
     c->Add("shipper_executor_threads",
-           "Threads of each pool Shipper sizes from the CPU quota: live output workers, and the "
-           "bound on gRPC's server threads.",
+           "Live threads of each pool Shipper sizes from the CPU quota: output workers, and the "
+           "workers serving PublishEvents.",
            Type::kGauge);
     if (sources.output_workers) c->Sample(sources.output_workers(), R"({pool="output"})");
-    if (sources.grpc_max_threads) c->Sample(sources.grpc_max_threads(), R"({pool="grpc"})");
+    if (sources.grpc_workers) c->Sample(sources.grpc_workers(), R"({pool="grpc"})");
   }
 }
 
@@ -166,10 +179,11 @@ void CollectProcess(const Sources& sources, Collection* c) {
 
 }  // namespace
 
-OutputMetrics::OutputMetrics() : write_seconds(LatencyBounds(), kNanosecondsToSeconds) {}
+OutputMetrics::OutputMetrics()
+    : batch_events(BatchSizeBounds(), 1), write_seconds(LatencyBounds(), kNanosecondsToSeconds) {}
 
 ShipperMetrics::ShipperMetrics()
-    : batch_size_(BatchSizeBounds(), 1), persist_seconds_(LatencyBounds(), kNanosecondsToSeconds) {}
+    : persist_seconds_(LatencyBounds(), kNanosecondsToSeconds) {}
 
 ShipperMetrics& ShipperMetrics::Get() {
   static ShipperMetrics* metrics = new ShipperMetrics();
@@ -177,10 +191,11 @@ ShipperMetrics& ShipperMetrics::Get() {
 }
 
 void ShipperMetrics::Published(size_t events, size_t accepted, uint64_t last_index,
-                               RejectReason reason, absl::Time start) {
+                               grpc::StatusCode code, absl::Time start) {
+  static_assert(std::tuple_size_v<decltype(events_rejected_)> == kReasons);
   events_received_.Add(events);
   events_accepted_.Add(accepted);
-  if (accepted < events) events_rejected_[static_cast<size_t>(reason)].Add(events - accepted);
+  if (accepted < events) events_rejected_[ReasonFor(code)].Add(events - accepted);
   if (accepted > 0) persist_latency_.Accepted(last_index, start);
 }
 
@@ -195,12 +210,11 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
   c.Add("shipper_events_accepted_total", "Events the queue accepted.", Type::kCounter)
       .Sample(m.events_accepted_.value());
   c.Add("shipper_events_rejected_total",
-        "Events not accepted, by reason: the client resends them (queue_full, shutting_down) or "
-        "rewinds (uuid_mismatch).",
+        "Events not accepted, by reason: the client resends them (queue_full, shutting_down), "
+        "rewinds (uuid_mismatch) or must fix them (invalid).",
         Type::kCounter);
-  for (size_t r = 0; r < m.events_rejected_.size(); ++r) {
-    c.Sample(m.events_rejected_[r].value(),
-             FormatLabels({{"reason", ReasonLabel(static_cast<RejectReason>(r))}}));
+  for (size_t r = 0; r < kReasons; ++r) {
+    c.Sample(m.events_rejected_[r].value(), FormatLabels({{"reason", kReasonLabels[r]}}));
   }
   if (sources.queue != nullptr) {
     c.Add("shipper_events_persisted_total",
@@ -225,9 +239,6 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
         "event.",
         Type::kHistogram)
       .Histogram(m.persist_seconds_);
-  c.Add("shipper_batch_events", "Events in each batch an output worker took from the queue.",
-        Type::kHistogram)
-      .Histogram(m.batch_size_);
   CollectOutputs(m.outputs_, &c);
 
   c.Add("shipper_grpc_requests_total", "gRPC calls finished, by method and status code.",

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "grpcpp/support/status.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
 #include "shipper/metrics/metric.h"
@@ -30,25 +32,18 @@ struct Sources {
   size_t queue_max_events = 0;
   size_t queue_max_bytes = 0;  // 0: no byte limit
   const runtime::CpuMonitor* cpu = nullptr;
-  std::function<int()> output_workers;    // live output worker threads
-  std::function<int()> grpc_max_threads;  // the bound on gRPC's server threads
+  std::function<int()> output_workers;  // live threads of the output pool
+  std::function<int()> grpc_workers;    // live threads of the pool serving PublishEvents
   std::string proc_root = "/proc";
 };
 
 // Every metric's current value: the hooks below, then what `sources` report now.
 std::vector<MetricFamily> Collect(const Sources& sources);
 
-// Why events of a publish call were not accepted.
-enum class RejectReason {
-  kUuidMismatch,  // FAILED_PRECONDITION: the client must rewind to its persisted index
-  kQueueFull,     // partial acceptance: the client resends the rest
-  kShuttingDown,  // UNAVAILABLE
-  kCount,
-};
-
 // One output's delivery metrics (label output="<name>").
 struct OutputMetrics {
   OutputMetrics();
+  Histogram batch_events;   // events of each batch taken from the queue
   Histogram write_seconds;  // each Write() call, failed or not
   Counter errors;           // failed Write() calls
   Counter retries;          // writes of a batch after its first failed
@@ -60,15 +55,16 @@ class ShipperMetrics {
   // The process's instance.
   static ShipperMetrics& Get();
 
-  // Counts a publish call of `events` events of which the first `accepted` were taken (ending at
-  // queue index `last_index` when accepted > 0), the rest refused for `reason`. `start` is when
-  // the call began, for the publish → persisted latency.
-  void Published(size_t events, size_t accepted, uint64_t last_index, RejectReason reason,
+  // Counts a PublishEvents call of `events` events that ended with `code`, of which the first
+  // `accepted` were taken (ending at queue index `last_index` when accepted > 0). The code says
+  // why the rest were refused (reason label): OK: queue_full (partial acceptance),
+  // FAILED_PRECONDITION: uuid_mismatch, UNAVAILABLE: shutting_down, INVALID_ARGUMENT,
+  // RESOURCE_EXHAUSTED and OUT_OF_RANGE: invalid, anything else: other. `start` is when the call
+  // began, for the publish → persisted latency.
+  void Published(size_t events, size_t accepted, uint64_t last_index, grpc::StatusCode code,
                  absl::Time start);
   // The persisted index advanced to `index`.
   void Persisted(uint64_t index) { persist_latency_.Persisted(index); }
-  // An output worker took a batch of `events`.
-  void BatchTaken(size_t events) { batch_size_.Observe(events); }
   // The CPU monitor resized the pools.
   void Retuned() { cpu_retunes_.Add(); }
   // The delivery metrics of the output called `name` ("file", "redis", ...). Locks: look it up
@@ -87,8 +83,7 @@ class ShipperMetrics {
 
   Counter events_received_;
   Counter events_accepted_;
-  std::array<Counter, static_cast<size_t>(RejectReason::kCount)> events_rejected_;
-  Histogram batch_size_;
+  std::array<Counter, 5> events_rejected_;  // by RejectReason (shipper_metrics.cc)
   Histogram persist_seconds_;
   PersistLatency persist_latency_{&persist_seconds_};
   Counter cpu_retunes_;

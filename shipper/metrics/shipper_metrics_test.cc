@@ -1,20 +1,11 @@
 #include "shipper/metrics/shipper_metrics.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
-
-#include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "queue/queue.h"
 
 namespace shipper::metrics {
 namespace {
-
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 
 // The value of the sample `name` + `labels`; -1 when there is none.
 double Value(const std::vector<MetricFamily>& families, absl::string_view name,
@@ -35,18 +26,6 @@ const MetricFamily* Find(const std::vector<MetricFamily>& families, absl::string
   return nullptr;
 }
 
-// Runs `promtool check metrics` on `text`; returns what it printed (empty: no problem found).
-std::string Promtool(const std::string& text) {
-  const std::string dir = std::getenv("TEST_TMPDIR");
-  std::ofstream(dir + "/metrics.txt") << text;
-  const std::string command = absl::StrCat("/usr/bin/promtool check metrics < ", dir,
-                                           "/metrics.txt > ", dir, "/promtool.out 2>&1");
-  const int status = std::system(command.c_str());
-  std::ifstream out(dir + "/promtool.out");
-  std::string printed((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
-  return status == 0 ? printed : absl::StrCat("exit status ", status, ": ", printed);
-}
-
 class ShipperMetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -62,7 +41,7 @@ class ShipperMetricsTest : public ::testing::Test {
     sources_.queue_max_events = options.max_events;
     sources_.queue_max_bytes = options.max_bytes;
     sources_.output_workers = [] { return 3; };
-    sources_.grpc_max_threads = [] { return 4; };
+    sources_.grpc_workers = [] { return 4; };
   }
 
   // Publishes `n` events of 10 bytes through the queue, as PublishEvents would.
@@ -72,7 +51,7 @@ class ShipperMetricsTest : public ::testing::Test {
     const absl::Time start = absl::Now();
     queue::PublishResult result = producer_->TryPublish(absl::MakeSpan(events));
     ShipperMetrics::Get().Published(n, result.accepted, result.last_index,
-                                    RejectReason::kQueueFull, start);
+                                    grpc::StatusCode::OK, start);
     return result;
   }
 
@@ -84,22 +63,23 @@ class ShipperMetricsTest : public ::testing::Test {
 TEST_F(ShipperMetricsTest, CountsWhatWasPublishedAcceptedRejectedAndPersisted) {
   const std::vector<MetricFamily> before = Collect(sources_);
   ShipperMetrics& m = ShipperMetrics::Get();
-  m.Published(7, 0, 0, RejectReason::kUuidMismatch, absl::Now());
+  m.Published(7, 0, 0, grpc::StatusCode::FAILED_PRECONDITION, absl::Now());
+  m.Published(2, 0, 0, grpc::StatusCode::INVALID_ARGUMENT, absl::Now());
   EXPECT_EQ(Publish(60).accepted, 60u);
   EXPECT_EQ(Publish(50).accepted, 40u);  // the queue holds 100: 10 refused as queue_full
   queue::Batch batch = queue_->Get(64);
   ASSERT_EQ(batch.size(), 64u);
-  m.BatchTaken(batch.size());
   batch.Done();
 
   const std::vector<MetricFamily> after = Collect(sources_);
   auto delta = [&](absl::string_view name, absl::string_view labels = "") {
     return Value(after, name, labels) - Value(before, name, labels);
   };
-  EXPECT_EQ(delta("shipper_events_received_total"), 117);
+  EXPECT_EQ(delta("shipper_events_received_total"), 119);
   EXPECT_EQ(delta("shipper_events_accepted_total"), 100);
   EXPECT_EQ(delta("shipper_events_rejected_total", R"({reason="uuid_mismatch"})"), 7);
   EXPECT_EQ(delta("shipper_events_rejected_total", R"({reason="queue_full"})"), 10);
+  EXPECT_EQ(delta("shipper_events_rejected_total", R"({reason="invalid"})"), 2);
   EXPECT_EQ(delta("shipper_events_rejected_total", R"({reason="shutting_down"})"), 0);
   EXPECT_EQ(Value(after, "shipper_events_persisted_total"), 64);
   EXPECT_EQ(Value(after, "shipper_queue_events"), 36);
@@ -117,9 +97,6 @@ TEST_F(ShipperMetricsTest, CountsWhatWasPublishedAcceptedRejectedAndPersisted) {
   EXPECT_EQ(persist->histograms[0].snapshot.count -
                 Find(before, "shipper_persist_duration_seconds")->histograms[0].snapshot.count,
             1u);
-  const MetricFamily* batches = Find(after, "shipper_batch_events");
-  ASSERT_NE(batches, nullptr);
-  EXPECT_GE(batches->histograms[0].snapshot.count, 1u);
 
   queue::Batch rest = queue_->Get(64);
   rest.Done();
@@ -132,6 +109,7 @@ TEST_F(ShipperMetricsTest, OutputMetricsAreLabeledByOutput) {
   file.retries.Add(3);
   file.dead_lettered.Add(4);
   file.write_seconds.ObserveDuration(absl::Milliseconds(3));
+  file.batch_events.Observe(100);
   const std::vector<MetricFamily> families = Collect(sources_);
   EXPECT_GE(Value(families, "shipper_output_errors_total", R"({output="file"})"), 2);
   EXPECT_GE(Value(families, "shipper_output_retries_total", R"({output="file"})"), 3);
@@ -140,6 +118,9 @@ TEST_F(ShipperMetricsTest, OutputMetricsAreLabeledByOutput) {
   ASSERT_NE(writes, nullptr);
   ASSERT_EQ(writes->histograms.size(), 1u);
   EXPECT_EQ(writes->histograms[0].labels, R"({output="file"})");
+  const MetricFamily* batches = Find(families, "shipper_output_batch_events");
+  ASSERT_NE(batches, nullptr);
+  EXPECT_GE(batches->histograms[0].snapshot.count, 1u);
 }
 
 TEST_F(ShipperMetricsTest, ProcessAndCpuMetricsAreRead) {
@@ -158,14 +139,18 @@ TEST_F(ShipperMetricsTest, ProcessAndCpuMetricsAreRead) {
   EXPECT_LT(Value(families, "shipper_uptime_seconds"), 600);
 }
 
-TEST_F(ShipperMetricsTest, PromtoolFindsNoProblem) {
+TEST_F(ShipperMetricsTest, EveryFamilyHasHelpAndAType) {
   ShipperMetrics::Get().Output("file").errors.Add();
   ShipperMetrics::Get().GrpcRequests("/elastic.agent.shipper.v1.Producer/PublishEvents", "OK").Add();
   runtime::CpuMonitor cpu(runtime::CpuQuotaOptions{}, absl::ZeroDuration());
   sources_.cpu = &cpu;
-  const std::string text = ToText(Collect(sources_));
-  EXPECT_THAT(text, HasSubstr("# TYPE shipper_events_persisted_total counter\n"));
-  EXPECT_THAT(Promtool(text), IsEmpty()) << text;
+  // promtool checks the whole page of a running Shipper in tests/metrics.
+  for (const MetricFamily& family : Collect(sources_)) {
+    EXPECT_FALSE(family.help.empty()) << family.name;
+    if (family.type == MetricFamily::Type::kCounter) {
+      EXPECT_TRUE(absl::EndsWith(family.name, "_total")) << family.name;
+    }
+  }
 }
 
 }  // namespace

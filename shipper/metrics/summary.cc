@@ -3,6 +3,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -62,8 +63,12 @@ std::string SummaryLine(const std::vector<MetricFamily>& before,
                                     : old->second;
       const uint64_t observed = h.snapshot.count - count;
       if (observed == 0) continue;
-      parts.push_back(absl::StrCat(ShortName(family.name), h.labels, " ", observed, " (mean ",
-                                   (h.snapshot.sum - sum) / observed, ")"));
+      const double mean = (h.snapshot.sum - sum) / observed;
+      parts.push_back(absl::StrCat(
+          ShortName(family.name), h.labels, " ", observed, " (mean ",
+          absl::EndsWith(family.name, "_seconds") ? absl::FormatDuration(absl::Seconds(mean))
+                                                  : absl::StrCat(mean),
+          ")"));
     }
   }
   if (parts.empty()) return "";

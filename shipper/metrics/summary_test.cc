@@ -59,6 +59,16 @@ TEST(SummaryLineTest, ReportsHistogramCountAndMeanOfTheNewObservations) {
             "metrics in the last 1s: batch_events 2 (mean 5)");
 }
 
+TEST(SummaryLineTest, ShowsTheMeanOfSecondsAsADuration) {
+  Histogram h({1000000}, 1e-9);
+  std::vector<MetricFamily> before = {HistogramFamily("shipper_persist_duration_seconds", h)};
+  h.ObserveDuration(absl::Microseconds(1500));
+  h.ObserveDuration(absl::Microseconds(500));
+  std::vector<MetricFamily> after = {HistogramFamily("shipper_persist_duration_seconds", h)};
+  EXPECT_EQ(SummaryLine(before, after, absl::Seconds(30)),
+            "metrics in the last 30s: persist_duration_seconds 2 (mean 1ms)");
+}
+
 TEST(SummaryLineTest, LeavesOutUnsummarizedFamilies) {
   MetricFamily before = Family("process_cpu_seconds_total", Type::kCounter, {{"", 1}});
   MetricFamily after = Family("process_cpu_seconds_total", Type::kCounter, {{"", 2}});

@@ -39,7 +39,8 @@ class Shipper:
         self.log_path = os.path.join(tmp, "shipper.log")
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            ["shipper/shipper", "-E", "shipper.server.server=127.0.0.1:0", *args],
+            ["shipper/shipper", "-E", "shipper.server.server=127.0.0.1:0",
+             "-E", "shipper.http.port=0", *args],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while time.time() < deadline:

@@ -48,11 +48,15 @@ std::string ReadFile(const std::string& path) {
 
 absl::StatusOr<ShipperProcess> ShipperProcess::Start(std::vector<std::string> args,
                                                      std::string binary) {
-  bool has_address = false;
-  for (const std::string& arg : args) has_address |= absl::StrContains(arg, "server.server=");
+  bool has_address = false, has_http = false;
+  for (const std::string& arg : args) {
+    has_address |= absl::StrContains(arg, "server.server=");
+    has_http |= absl::StrContains(arg, "shipper.http.");
+  }
   if (!has_address) {
     args.insert(args.begin(), {"-E", "shipper.server.server=127.0.0.1:0"});
   }
+  if (!has_http) args.insert(args.begin(), {"-E", "shipper.http.port=0"});
   std::string log_path = TempPath("shipper");
   ShipperProcess process(Spawn(binary, args, log_path), log_path);
   static const std::regex kListening("listening on (\\S+) \\(uuid ([0-9a-f-]+)\\)");
@@ -63,6 +67,8 @@ absl::StatusOr<ShipperProcess> ShipperProcess::Start(std::vector<std::string> ar
     if (std::regex_search(log, match, kListening)) {
       process.address_ = match[1];
       process.uuid_ = match[2];
+      static const std::regex kMetrics("metrics on http://(\\S+)/metrics");
+      if (std::regex_search(log, match, kMetrics)) process.metrics_address_ = match[1];
       return process;
     }
     int status;
@@ -80,7 +86,8 @@ ShipperProcess::ShipperProcess(ShipperProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, 0)),
       log_path_(std::move(other.log_path_)),
       address_(std::move(other.address_)),
-      uuid_(std::move(other.uuid_)) {}
+      uuid_(std::move(other.uuid_)),
+      metrics_address_(std::move(other.metrics_address_)) {}
 
 ShipperProcess::~ShipperProcess() {
   if (pid_ > 0) {

@@ -21,7 +21,8 @@ namespace shipper::testing {
 class ShipperProcess {
  public:
   // Starts `binary` (default: the shipper in the test's runfiles) with `args` plus
-  // -E shipper.server.server=127.0.0.1:0 unless `args` sets the server address.
+  // -E shipper.server.server=127.0.0.1:0 unless `args` sets the server address, and
+  // -E shipper.http.port=0 unless `args` sets a shipper.http key.
   static absl::StatusOr<ShipperProcess> Start(std::vector<std::string> args,
                                               std::string binary = "shipper/shipper");
   ShipperProcess(ShipperProcess&& other) noexcept;
@@ -31,6 +32,8 @@ class ShipperProcess {
 
   const std::string& address() const { return address_; }
   const std::string& uuid() const { return uuid_; }
+  // host:port of the /metrics endpoint; empty when it is off.
+  const std::string& metrics_address() const { return metrics_address_; }
   pid_t pid() const { return pid_; }
 
   void Signal(int signal) const;
@@ -47,6 +50,7 @@ class ShipperProcess {
   std::string log_path_;
   std::string address_;
   std::string uuid_;
+  std::string metrics_address_;
 };
 
 // Runs the shipper binary to completion (e.g. --check_config); returns {exit code, output}.

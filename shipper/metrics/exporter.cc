@@ -1,0 +1,36 @@
+#include "shipper/metrics/exporter.h"
+
+#include "glog/logging.h"
+#include "shipper/metrics/shipper_metrics.h"
+
+namespace shipper::metrics {
+
+absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(
+    const Config& config, const queue::Queue* queue, const runtime::CpuMonitor* cpu,
+    const runtime::WorkerPool* output_workers, const runtime::WorkerPool* grpc_workers) {
+  Sources sources;
+  sources.queue = queue;
+  sources.queue_max_events = config.queue.max_events;
+  sources.queue_max_bytes = config.queue.max_bytes;
+  sources.cpu = cpu;
+  sources.output_workers = [output_workers] { return output_workers->live_threads(); };
+  sources.grpc_workers = [grpc_workers] { return grpc_workers->live_threads(); };
+  auto collect = [sources] { return Collect(sources); };
+
+  std::unique_ptr<Exporter> exporter(new Exporter());
+  if (config.http.enabled) {
+    absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+        config.http.host, config.http.port, [collect] { return ToText(collect()); },
+        [serving = &exporter->serving_] { return serving->load(); });
+    if (!http.ok()) return http.status();
+    exporter->http_ = *std::move(http);
+    LOG(INFO) << "metrics on http://" << config.http.host << ":" << exporter->http_->port()
+              << "/metrics";
+  }
+  if (config.metrics_period > absl::ZeroDuration()) {
+    exporter->summary_ = std::make_unique<Summary>(config.metrics_period, collect);
+  }
+  return exporter;
+}
+
+}  // namespace shipper::metrics
