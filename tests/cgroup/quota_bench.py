@@ -118,7 +118,7 @@ def run_once(args, version, parent, quota, mode, workdir):
         cgroup.set_cpus(quota)
         argv = [args.shipper, "-E", "shipper.server.server=127.0.0.1:0",
                 "-E", "shipper.output.discard.enabled=true",
-                "-E", "shipper.cpu.retune_interval=0"]
+                "-E", "shipper.cpu.retune_interval=0"] + args.shipper_arg
         if mode == "untuned":
             argv.append(f"--cpus={args.untuned_cpus}")
         with open(log_path, "wb") as out:
@@ -190,10 +190,14 @@ def main():
     parser.add_argument("--inflight", type=int, default=4)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--shape", default="filebeat")
+    parser.add_argument("--shipper_arg", action="append", default=None,
+                        help="extra shipper argument, repeatable (default: -E shipper.http.port=0)")
     parser.add_argument("--untuned_cpus", type=int, default=os.cpu_count(),
                         help="pool size of the untuned runs (default: host CPUs); a larger value "
                         "shows what pools sized on a bigger node would do under the same quota")
     args = parser.parse_args()
+    if args.shipper_arg is None:
+        args.shipper_arg = ["-E", "shipper.http.port=0"]
     for binary in (args.shipper, args.shipper_load):
         if not os.access(binary, os.X_OK):
             sys.exit(f"quota: no executable {binary} (build it, or pass --shipper/--shipper_load)")
