@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -136,9 +137,6 @@ class QueueImpl final : public Queue {
   uint64_t Cancel(ProducerState* producer);
   // Marks the events with indexes [first_index, first_index + size) done.
   void Done(uint64_t first_index, size_t size);
-
-  // REQUIRES: `index` is in a batch that is not done.
-  const Event& event(uint64_t index) const { return slot(index).event; }
 
  private:
   Slot& slot(uint64_t index) const { return slots_[index & mask_]; }
@@ -376,7 +374,7 @@ Batch QueueImpl::Get(size_t max_events, absl::Time deadline) {
     internal::MutexLock producer_side(&publish_mu_);
     consumers_.NotifyOne(&wake);
   }
-  return MakeBatch(this, read + 1, n);
+  return MakeBatch(this, slots_.get(), mask_, read + 1, n);
 }
 
 void QueueImpl::Done(uint64_t first_index, size_t size) {
@@ -532,9 +530,15 @@ absl::StatusOr<std::unique_ptr<Queue>> Queue::Create(const Options& options) {
   return std::unique_ptr<Queue>(new QueueImpl(options));
 }
 
-Batch Queue::MakeBatch(Queue* queue, uint64_t first_index, size_t size) {
+Batch Queue::MakeBatch(Queue* queue, const void* slots, uint64_t mask, uint64_t first_index,
+                       size_t size) {
+  // Batch::event() finds events in the ring without calling in here.
+  static_assert(sizeof(Slot) == Batch::kSlotBytes && offsetof(Slot, event) == 0,
+                "Batch reads events straight from the slots");
   Batch batch;
   batch.queue_ = queue;
+  batch.slots_ = static_cast<const char*>(slots);
+  batch.mask_ = mask;
   batch.first_index_ = first_index;
   batch.size_ = size;
   return batch;
@@ -542,6 +546,8 @@ Batch Queue::MakeBatch(Queue* queue, uint64_t first_index, size_t size) {
 
 Batch::Batch(Batch&& other) noexcept
     : queue_(other.queue_),
+      slots_(other.slots_),
+      mask_(other.mask_),
       first_index_(other.first_index_),
       size_(std::exchange(other.size_, 0)) {}
 
@@ -549,6 +555,8 @@ Batch& Batch::operator=(Batch&& other) noexcept {
   if (this != &other) {
     ABSL_RAW_CHECK(empty(), "a Batch was overwritten before Done()");
     queue_ = other.queue_;
+    slots_ = other.slots_;
+    mask_ = other.mask_;
     first_index_ = other.first_index_;
     size_ = std::exchange(other.size_, 0);
   }
@@ -557,7 +565,6 @@ Batch& Batch::operator=(Batch&& other) noexcept {
 
 Batch::~Batch() { ABSL_RAW_CHECK(empty(), "a Batch was destroyed before Done()"); }
 
-const Event& Batch::event(size_t i) const { return Impl(queue_)->event(first_index_ + i); }
 
 void Batch::Done() {
   if (size_ == 0) return;

@@ -91,8 +91,11 @@ class Batch {
   bool empty() const { return size_ == 0; }
   // Index of event(0); event(i) has index first_index() + i.
   uint64_t first_index() const { return first_index_; }
-  // REQUIRES: i < size().
-  const Event& event(size_t i) const;
+  // REQUIRES: i < size(). Inline: outputs call it for every event.
+  const Event& event(size_t i) const {
+    const uint64_t slot = (first_index_ + i) & mask_;
+    return *reinterpret_cast<const Event*>(slots_ + slot * kSlotBytes);
+  }
 
   // Marks every event of the batch handed off for good. Afterwards the batch is empty.
   void Done();
@@ -103,8 +106,13 @@ class Batch {
 
  private:
   friend class Queue;
+  // The queue's ring slots start with their Event (queue.cc checks it).
+  static constexpr size_t kSlotBytes = 32;
+
   // Set by the queue; see queue.cc.
   Queue* queue_ = nullptr;
+  const char* slots_ = nullptr;  // the ring
+  uint64_t mask_ = 0;            // index -> slot
   uint64_t first_index_ = 0;
   size_t size_ = 0;
 };
@@ -162,7 +170,9 @@ class Queue {
 
  protected:
   // Lets implementations hand out batches: Batch's fields are private.
-  static Batch MakeBatch(Queue* queue, uint64_t first_index, size_t size);
+  // `slots` is the ring: mask + 1 slots of Batch::kSlotBytes, each starting with its Event.
+  static Batch MakeBatch(Queue* queue, const void* slots, uint64_t mask, uint64_t first_index,
+                         size_t size);
 };
 
 }  // namespace shipper::queue

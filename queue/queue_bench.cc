@@ -30,6 +30,7 @@ ABSL_FLAG(bool, quick, false, "short run: fewer events, 1 s idle measurements");
 ABSL_FLAG(std::string, filter, "", "only run benchmarks whose name contains this");
 ABSL_FLAG(std::string, wait_strategy, "",
           "wait strategy of the queue in the throughput runs; empty: the default");
+ABSL_FLAG(bool, baseline, true, "also run the moodycamel baseline (off: for profiling ours)");
 ABSL_FLAG(bool, baseline_tokens, true,
           "baseline producers and consumer use moodycamel tokens (its fastest mode)");
 ABSL_FLAG(int, repeat, 3, "throughput runs per benchmark (queue and baseline alternate); the "
@@ -273,13 +274,14 @@ void Main() {
         Run base{0, 0};
         for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_repeat)); ++i) {
           ours = Best(ours, QueueRun(buffered, producers, batch, total));
-          base = Best(base, BaselineRun(producers, batch, total));
+          if (absl::GetFlag(FLAGS_baseline)) base = Best(base, BaselineRun(producers, batch, total));
         }
         std::printf(
             "{\"name\": \"%s\", \"events_per_sec\": %.0f, \"baseline_events_per_sec\": %.0f, "
             "\"ratio\": %.2f, \"cpu_ns_per_event\": %.1f, \"baseline_cpu_ns_per_event\": %.1f}\n",
             name.c_str(), ours.events_per_sec, base.events_per_sec,
-            ours.events_per_sec / base.events_per_sec, ours.cpu_ns_per_event,
+            base.events_per_sec > 0 ? ours.events_per_sec / base.events_per_sec : 0.0,
+            ours.cpu_ns_per_event,
             base.cpu_ns_per_event);
         std::fflush(stdout);
       }
