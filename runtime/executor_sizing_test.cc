@@ -11,6 +11,12 @@ TEST(ExecutorSizingTest, OutputWorkersFollowTheCpus) {
   EXPECT_EQ(OutputWorkers(6), 6);
 }
 
+TEST(ExecutorSizingTest, GrpcWorkersFollowTheCpus) {
+  EXPECT_EQ(GrpcWorkers(0), 1);
+  EXPECT_EQ(GrpcWorkers(1), 1);
+  EXPECT_EQ(GrpcWorkers(3), 3);
+}
+
 TEST(ExecutorSizingTest, GrpcSyncServerKeepsAPollerBesideEachWorker) {
   EXPECT_EQ(GrpcSyncServerMaxThreads(0), 2);
   EXPECT_EQ(GrpcSyncServerMaxThreads(1), 2);
