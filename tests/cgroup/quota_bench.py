@@ -4,7 +4,10 @@
 For each quota (default 0.5 and 1.0 CPU) and each mode it creates a fresh child cgroup with that
 CFS quota (cgroup v1 `cpu`, or v2 with `cpu` enabled), starts Shipper inside it (discard output),
 drives it from outside the cgroup with shipper_load for --duration at the same offered load, and
-reads the kernel's cpu.stat of the cgroup:
+reads the kernel's cpu.stat of the cgroup. The load generator runs in a sibling cgroup without a
+quota; both get a high cpu.shares (--shares) so that on a busy shared host the quota is what
+limits Shipper, not other processes (without it, runs measure contention: with CPU scarce for
+everyone, each extra runnable thread gives a cgroup a place on one more runqueue).
 
   tuned    Shipper as shipped: pools sized from the detected quota (effective_cpus)
   untuned  --cpus=<host CPUs>: pools at host size, the behaviour before runtime/ existed
@@ -111,11 +114,15 @@ class RunnableSampler:
 
 
 def run_once(args, version, parent, quota, mode, workdir):
-    cgroup = cg.Cgroup(version, parent)
+    cgroup = cg.Cgroup(version, parent, "bench")
+    load_cgroup = cg.Cgroup(version, parent, "load")
     log_path = os.path.join(workdir, f"shipper_{quota}_{mode}.log")
     proc = None
     try:
         cgroup.set_cpus(quota)
+        if args.shares:
+            cgroup.set_weight(args.shares)
+            load_cgroup.set_weight(args.shares)
         argv = [args.shipper, "-E", "shipper.server.server=127.0.0.1:0",
                 "-E", "shipper.output.discard.enabled=true",
                 "-E", "shipper.cpu.retune_interval=0"] + args.shipper_arg
@@ -144,7 +151,8 @@ def run_once(args, version, parent, quota, mode, workdir):
             [args.shipper_load, f"--target={address}", f"--duration={args.duration}s",
              f"--channels={args.channels}", f"--inflight={args.inflight}",
              f"--batch={args.batch}", "--progress=off", f"--shape={args.shape}"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=args.duration + 120)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=args.duration + 120,
+            preexec_fn=load_cgroup.enter)
         after = cpu_stat(cgroup)
         runnable, runnable_by_name = sampler.stop()
         threads = threads_by_name(proc.pid)
@@ -176,6 +184,7 @@ def run_once(args, version, parent, quota, mode, workdir):
                 proc.kill()
                 proc.wait()
         cgroup.remove()
+        load_cgroup.remove()
 
 
 def main():
@@ -192,6 +201,11 @@ def main():
     parser.add_argument("--shape", default="filebeat")
     parser.add_argument("--shipper_arg", action="append", default=None,
                         help="extra shipper argument, repeatable (default: -E shipper.http.port=0)")
+    parser.add_argument("--shares", type=int, default=8192,
+                        help="cpu.shares (v1 units; v2 cpu.weight scaled) of Shipper's and the load "
+                        "generator's cgroups, so that on a busy host the quota, not other "
+                        "processes, is what limits Shipper, as on a node whose CPU requests are "
+                        "not oversubscribed (0: leave the default 1024)")
     parser.add_argument("--untuned_cpus", type=int, default=os.cpu_count(),
                         help="pool size of the untuned runs (default: host CPUs); a larger value "
                         "shows what pools sized on a bigger node would do under the same quota")
@@ -240,6 +254,7 @@ def main():
                 "tuned_events_per_sec_runs": [round(r["events_per_sec"]) for r in runs["tuned"]],
                 "untuned_events_per_sec_runs": [round(r["events_per_sec"]) for r in runs["untuned"]],
                 "load_average_1m": round(os.getloadavg()[0], 2),
+                "shares": args.shares,
                 "runs": args.repeat,
                 "duration_s": args.duration,
                 "host_cpus": os.cpu_count(),

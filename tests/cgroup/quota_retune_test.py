@@ -71,9 +71,9 @@ def find_cpu_cgroup():
 
 
 class Cgroup:
-    def __init__(self, version, parent):
+    def __init__(self, version, parent, name="test"):
         self.version = version
-        self.path = os.path.join(parent, f"shipper-quota-test-{os.getpid()}")
+        self.path = os.path.join(parent, f"shipper-quota-{name}-{os.getpid()}")
         try:
             os.mkdir(self.path)
         except OSError as e:
@@ -95,6 +95,13 @@ class Cgroup:
             self._write("cpu.cfs_quota_us", quota)
         else:
             self._write("cpu.max", f"{quota} {PERIOD_US}")
+
+    def set_weight(self, shares):
+        """CPU weight against sibling cgroups, in v1 cpu.shares units (1024 = one default task)."""
+        if self.version == 1:
+            self._write("cpu.shares", shares)
+        else:
+            self._write("cpu.weight", max(1, min(10000, shares * 100 // 1024)))
 
     def _write(self, name, value):
         with open(os.path.join(self.path, name), "w") as f:
