@@ -138,6 +138,8 @@ def main():
         "HEALTH_PROBE_BIN", "bazel-bin/shipper/health_probe"))
     parser.add_argument("--load_args", default="--channels=2 --inflight=4 --batch=500",
                         help="more shipper_load flags (the agent's behaviour)")
+    parser.add_argument("--shipper_args", default="",
+                        help="more shipper flags, e.g. \"-E shipper.cpu.rounding=ceil\" or --cpus=2")
     args = parser.parse_args()
     for binary in (args.shipper, args.shipper_load, args.health_probe):
         if not os.access(binary, os.X_OK):
@@ -171,8 +173,17 @@ def main():
                 say(f"forwarding output → stand-in aggregator at {target} (discard), outside the cgroup")
             elif config.get("shipper.output.file.enabled") is True:
                 argv += ["-E", f"shipper.output.file.path={pod_dir}/data"]
+            else:
+                # A remote output (Redis, ...) is not here: count and drop instead.
+                for key, value in config.items():
+                    m = re.fullmatch(r"shipper\.output\.(\w+)\.enabled", key)
+                    if m and value is True:
+                        argv += ["-E", f"{key}=false"]
+                        say(f"{m[1]} output → discard (nothing to reach from here)")
+                argv += ["-E", "shipper.output.discard.enabled=true"]
 
-            shipper = Shipper(argv, os.path.join(pod_dir, "shipper.log"), cgroup)
+            shipper = Shipper(argv + args.shipper_args.split(), os.path.join(pod_dir, "shipper.log"),
+                              cgroup)
             shipper.wait_for(LISTENING)
             detected = shipper.wait_for(cg.QUOTA_LINE)
             health = shipper.wait_for(HEALTH)[1]
