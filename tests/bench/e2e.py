@@ -439,6 +439,10 @@ def main():
     o.buffered_overrides = [kv for kv in o.buffered_overrides.split(",") if kv]
     o.direct_overrides = [kv for kv in o.direct_overrides.split(",") if kv]
     o.common_overrides = [kv for kv in o.common_overrides.split(",") if kv]
+    # Servers run in a temporary directory: make the paths independent of the caller's.
+    for flag in ("shipper", "null_server", "shipper_load", "config"):
+        if getattr(o, flag):
+            setattr(o, flag, os.path.abspath(getattr(o, flag)))
     for flag in ("null_server", "shipper_load"):
         path = getattr(o, flag)
         if not path or not os.access(path, os.X_OK):

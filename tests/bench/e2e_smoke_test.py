@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""Smoke test of the e2e benchmark harness: a tiny run of every line it prints, against the real
+binaries, checking that each line is there, has no error and has sane numbers. Figures are not
+judged (this is a test, not a benchmark).
+
+  e2e_smoke_test.py SHIPPER NULL_SERVER SHIPPER_LOAD
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    shipper, null_server, shipper_load = sys.argv[1:4]
+    p = subprocess.run(
+        [sys.executable, os.path.join(HERE, "e2e.py"), "--shipper=" + shipper,
+         "--null_server=" + null_server, "--shipper_load=" + shipper_load,
+         "--events=filebeat=20000,tiny=50000,large=2000", "--reps=filebeat=1,tiny=1,large=1",
+         "--latency_seconds=1", "--idle_seconds=1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
+    sys.stderr.write(p.stderr.decode())
+    lines = [json.loads(l) for l in p.stdout.decode().splitlines() if l.strip()]
+    by_name = {l["name"]: l for l in lines}
+    expected = ["e2e/%s/%s" % (t, s) for s in ("filebeat", "tiny", "large")
+                for t in ("null", "transport", "discard", "file")]
+    expected += ["e2e/latency_at_half_load/null", "e2e/latency_at_half_load",
+                 "e2e/latency_at_half_load/direct", "idle_cpu"]
+    failures = []
+    for name in expected:
+        line = by_name.get(name)
+        if line is None:
+            failures.append("missing line " + name)
+        elif "error" in line:
+            failures.append("%s: %s" % (name, line["error"]))
+        elif name == "idle_cpu":
+            if not 0 <= line["cpu_percent"] < 100:
+                failures.append("idle_cpu: cpu_percent %r" % line["cpu_percent"])
+        else:
+            for key in ("events_per_sec", "p50_ms", "p99_ms"):
+                if not line.get(key, 0) > 0:
+                    failures.append("%s: %s is %r" % (name, key, line.get(key)))
+            if name.startswith("e2e/") and "/latency" not in name:
+                if line["events"] <= 0 or line["ratio"] is None:
+                    failures.append("%s: events %r ratio %r" % (name, line["events"],
+                                                                 line["ratio"]))
+    if p.returncode != 0:
+        failures.append("e2e.py exited %d" % p.returncode)
+    for f in failures:
+        print("FAIL:", f)
+    if not failures:
+        print("PASS: %d lines" % len(lines))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
