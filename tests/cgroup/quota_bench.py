@@ -212,6 +212,7 @@ def main():
     args = parser.parse_args()
     if args.shipper_arg is None:
         args.shipper_arg = ["-E", "shipper.http.port=0"]
+    args.shipper, args.shipper_load = os.path.abspath(args.shipper), os.path.abspath(args.shipper_load)
     for binary in (args.shipper, args.shipper_load):
         if not os.access(binary, os.X_OK):
             sys.exit(f"quota: no executable {binary} (build it, or pass --shipper/--shipper_load)")
