@@ -242,13 +242,18 @@ class Manifests(unittest.TestCase):
                              target["spec"]["selector"]["matchLabels"])
             self.assertLess(pdb["spec"].get("maxUnavailable", 0), target["spec"]["replicas"])
 
-    def test_prometheus_scrapes_the_metrics_port(self):
+    def test_prometheus_scrapes_the_metrics_port_the_config_opens(self):
         for w in self.workloads:
+            name = w["metadata"]["name"]
+            config = self.config_of(w)
             annotations = w["spec"]["template"]["metadata"].get("annotations", {})
             (shipper,) = self.shipper_containers(w)
             ports = {p["name"]: p["containerPort"] for p in shipper["ports"]}
-            self.assertEqual(annotations.get("prometheus.io/scrape"), "true")
-            self.assertEqual(int(annotations["prometheus.io/port"]), ports["metrics"])
+            self.assertEqual(annotations.get("prometheus.io/scrape"), "true", name)
+            self.assertEqual(int(annotations["prometheus.io/port"]), ports["metrics"], name)
+            self.assertEqual(config.get("shipper.http.port", 8282), ports["metrics"], name)
+            self.assertEqual(config.get("shipper.http.host"), "0.0.0.0",
+                             f"{name}: the metrics endpoint must listen on the pod's IP")
 
 
 class Dockerfile(unittest.TestCase):
