@@ -50,9 +50,6 @@ class ABSL_LOCKABLE Mutex {
   void Unlock() ABSL_UNLOCK_FUNCTION() {
     if (state_.exchange(kUnlocked, std::memory_order_release) == kSleepers) WakeOne();
   }
-  // BasicLockable, for std::condition_variable_any.
-  void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { Lock(); }
-  void unlock() ABSL_UNLOCK_FUNCTION() { Unlock(); }
 
  private:
   enum : uint32_t { kUnlocked = 0, kLocked = 1, kSleepers = 2 };
