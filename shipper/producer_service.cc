@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "google/protobuf/arena.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 #include "shipper/metrics/shipper_metrics.h"
 
 namespace shipper {
@@ -26,6 +27,13 @@ constexpr absl::Duration kServePoll = absl::Milliseconds(500);
 
 // PublishEvents calls posted to gRPC ahead of time, so arriving calls rarely wait to be matched.
 constexpr int kWaitingCalls = 32;
+
+grpc::ByteBuffer Serialized(const pb::PublishReply& reply) {
+  grpc::ByteBuffer bytes;
+  bool own_buffer;
+  CHECK(grpc::SerializationTraits<pb::PublishReply>::Serialize(reply, &bytes, &own_buffer).ok());
+  return bytes;
+}
 
 }  // namespace
 
@@ -70,8 +78,8 @@ class ProducerService::PublishCall final {
   // Asks gRPC for the next PublishEvents call.
   explicit PublishCall(ProducerService* service)
       : service_(service), request_(new RequestArena), responder_(&context_) {
-    service->RequestPublishEvents(&context_, request_->request(), &responder_, service->cq_,
-                                  service->cq_, this);
+    service->RequestPublishEvents(&context_, &bytes_, &responder_, service->cq_, service->cq_,
+                                  this);
   }
   ~PublishCall() { request_->Release(); }
 
@@ -84,18 +92,19 @@ class ProducerService::PublishCall final {
     new PublishCall(service_);  // the next call waits in our place
     replying_ = true;
     const absl::Time start = absl::Now();
-    const grpc::Status status = service_->Publish(context_, *request_);
+    const grpc::Status status = service_->Publish(context_, &bytes_, *request_);
     metrics::ShipperMetrics::Get().Published(
         request_->request()->events_size(), request_->reply()->accepted_count(),
         request_->reply()->accepted_index(), status.error_code(), start);
-    responder_.Finish(*request_->reply(), status, this);
+    responder_.Finish(Serialized(*request_->reply()), status, this);
   }
 
  private:
   ProducerService* const service_;
   RequestArena* const request_;
   grpc::ServerContext context_;
-  grpc::ServerAsyncResponseWriter<pb::PublishReply> responder_;
+  grpc::ByteBuffer bytes_;  // the request as received; empty once decoded
+  grpc::ServerAsyncResponseWriter<grpc::ByteBuffer> responder_;
   bool replying_ = false;
 };
 
@@ -194,8 +203,8 @@ class ProducerService::IndexStream final
   bool finished_ ABSL_GUARDED_BY(service_->mu_) = false;
 };
 
-ProducerService::ProducerService(queue::Queue* queue, std::string uuid)
-    : queue_(queue), uuid_(std::move(uuid)) {
+ProducerService::ProducerService(queue::Queue* queue, std::string uuid, RequestLimits limits)
+    : queue_(queue), uuid_(std::move(uuid)), limits_(limits) {
   producer_ = queue_->NewProducer([this](uint64_t) { OnPersisted(); });
   broadcaster_ = std::thread([this] { BroadcastLoop(); });
 }
@@ -284,7 +293,21 @@ void ProducerService::FinishServing() {
 }
 
 grpc::Status ProducerService::Publish(const grpc::ServerContext& context,
-                                      RequestArena& arena) {
+                                      grpc::ByteBuffer* bytes, RequestArena& arena) {
+  std::vector<grpc::Slice> slices;  // references, not copies, of the received bytes
+  if (!bytes->Dump(&slices).ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "request could not be read");
+  }
+  absl::InlinedVector<absl::string_view, 8> chunks;
+  for (const grpc::Slice& slice : slices) {
+    chunks.emplace_back(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  absl::Status decoded = DecodePublishRequest(chunks, limits_, arena.request());
+  slices.clear();
+  bytes->Clear();  // from here on only the decoded request holds the events
+  if (!decoded.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(decoded.message()));
+  }
   const pb::PublishRequest& request = *arena.request();
   if (!request.uuid().empty() && request.uuid() != uuid_) {
     return grpc::Status(

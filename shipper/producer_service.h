@@ -10,6 +10,10 @@
 // CPU quota (a WorkerPool calling Serve()); gRPC's callback threads are sized from the host's
 // cores and cannot be bounded. PersistedIndex, which does little work, uses the callback API.
 //
+// PublishEvents takes the request as raw bytes and decodes it itself (request_validation.h), so
+// bad input gets INVALID_ARGUMENT saying what is wrong and which limit it broke, where gRPC's own
+// decoding answers INTERNAL "Unable to parse request" whatever the cause.
+//
 // Thread safety: gRPC calls the service from its threads; Serve() from any number of threads;
 // the other methods from any thread.
 #ifndef SHIPPER_SHIPPER_PRODUCER_SERVICE_H_
@@ -25,16 +29,17 @@
 #include "proto/producer.grpc.pb.h"
 #include "queue/queue.h"
 #include "runtime/worker_pool.h"
+#include "shipper/request_validation.h"
 
 namespace shipper {
 
 class ProducerService final
-    : public elastic::agent::shipper::v1::Producer::WithAsyncMethod_PublishEvents<
+    : public elastic::agent::shipper::v1::Producer::WithRawMethod_PublishEvents<
           elastic::agent::shipper::v1::Producer::WithCallbackMethod_PersistedIndex<
               elastic::agent::shipper::v1::Producer::Service>> {
  public:
   // `queue` must outlive the service.
-  ProducerService(queue::Queue* queue, std::string uuid);
+  ProducerService(queue::Queue* queue, std::string uuid, RequestLimits limits);
   ~ProducerService() override;
 
   // Starts taking PublishEvents calls from `cq`. REQUIRES: the server was built with this service
@@ -62,8 +67,10 @@ class ProducerService final
   class PublishCall;
   class RequestArena;
 
-  // Puts the request's events into the queue and fills the reply; the status to send.
-  grpc::Status Publish(const grpc::ServerContext& context, RequestArena& request);
+  // Decodes `bytes` into the request, puts its events into the queue and fills the reply; the
+  // status to send.
+  grpc::Status Publish(const grpc::ServerContext& context, grpc::ByteBuffer* bytes,
+                       RequestArena& request);
 
   // Notes a new persisted index (from the queue's ACK callback) for the streams.
   void OnPersisted();
@@ -73,6 +80,7 @@ class ProducerService final
   // Constant after construction.
   queue::Queue* const queue_;
   const std::string uuid_;
+  const RequestLimits limits_;
   std::unique_ptr<queue::Producer> producer_;
   grpc::ServerCompletionQueue* cq_ = nullptr;  // set once by StartServing
   std::atomic<bool> accepting_{true};

@@ -69,7 +69,9 @@ class ShipperImpl final : public Shipper {
         "output", runtime::OutputWorkers(cpus),
         [this](const runtime::WorkerPool::Worker& self) { delivery_->Run(self); });
 
-    service_ = std::make_unique<ProducerService>(queue_.get(), uuid_);
+    service_ = std::make_unique<ProducerService>(
+        queue_.get(), uuid_,
+        RequestLimits{config_.limits.max_events_per_request, config_.limits.max_nesting_depth});
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
