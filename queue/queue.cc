@@ -422,14 +422,7 @@ size_t QueueImpl::AckRange(uint64_t from, uint64_t to, bool report) {
     uint64_t count;
   };
   absl::InlinedVector<Acks, 8> acks;
-  size_t bytes = 0;
-  for (uint64_t i = from; i <= to;) {
-    ProducerState* const producer = slot(i).producer;
-    uint64_t run = 0;
-    for (; i <= to && slot(i).producer == producer; ++i, ++run) {
-      Event done = std::move(slot(i).event);
-      bytes += done.bytes();
-    }
+  auto add = [&](ProducerState* producer, uint64_t run) {
     auto it = std::find_if(acks.begin(), acks.end(),
                            [&](const Acks& a) { return a.producer == producer; });
     if (it != acks.end()) {
@@ -437,7 +430,27 @@ size_t QueueImpl::AckRange(uint64_t from, uint64_t to, bool report) {
     } else {
       acks.push_back({producer, run});
     }
+  };
+  size_t bytes = 0;
+  ProducerState* producer = slot(from).producer;
+  uint64_t run = 0;
+  // The range is at most two contiguous pieces of the ring: walk them with plain pointers.
+  for (uint64_t i = from; i <= to;) {
+    Slot* s = &slot(i);
+    const uint64_t n = std::min(to - i + 1, mask_ + 1 - (i & mask_));
+    for (Slot* const end = s + n; s != end; ++s) {
+      if (s->producer != producer) {
+        add(producer, run);
+        producer = s->producer;
+        run = 0;
+      }
+      ++run;
+      bytes += s->event.bytes();
+      Event done = std::move(s->event);
+    }
+    i += n;
   }
+  add(producer, run);
   for (const Acks& a : acks) a.producer->Ack(a.count, report);
   return bytes;
 }
