@@ -437,6 +437,11 @@ absl::StatusOr<Config> Validate(Config config) {
         "config: the shipper output needs shipper.output.shipper.server (the next Shipper's "
         "address)");
   }
+  if (config.redis.timeout <= absl::ZeroDuration() ||
+      config.shipper.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "config: shipper.output.redis.timeout and shipper.output.shipper.timeout must be above 0");
+  }
   if (config.backoff_max < config.backoff_init) {
     return absl::InvalidArgumentError(absl::StrCat(
         "config: shipper.output.backoff.max (", absl::FormatDuration(config.backoff_max),

@@ -223,6 +223,8 @@ TEST(ConfigTest, ShipperOutputNeedsAServer) {
   EXPECT_EQ(config->shipper.timeout, absl::Seconds(3));
   EXPECT_THAT(Error("shipper.output.shipper.enabled: true"),
               HasSubstr("needs shipper.output.shipper.server"));
+  EXPECT_THAT(Error("shipper.output.shipper.timeout: 0"), HasSubstr("must be above 0"));
+  EXPECT_THAT(Error("shipper.output.redis.timeout: 0"), HasSubstr("must be above 0"));
 }
 
 TEST(ConfigTest, BackoffAndDeadLetterPath) {
