@@ -140,6 +140,18 @@ class QueueImpl final : public Queue {
 
  private:
   Slot& slot(uint64_t index) const { return slots_[index & mask_]; }
+  // Calls f(slot) for the slots of indexes [first, first + count): at most two contiguous pieces
+  // of the ring, walked with plain pointers.
+  template <typename F>
+  void ForEachSlot(uint64_t first, uint64_t count, F f) const {
+    while (count > 0) {
+      Slot* s = &slot(first);
+      const uint64_t n = std::min(count, mask_ + 1 - (first & mask_));
+      for (Slot* const end = s + n; s != end; ++s) f(*s);
+      first += n;
+      count -= n;
+    }
+  }
 
   // Moves the longest prefix of `events` that fits into the slots free up to `freed` into
   // them; returns how many.
@@ -434,22 +446,16 @@ size_t QueueImpl::AckRange(uint64_t from, uint64_t to, bool report) {
   size_t bytes = 0;
   ProducerState* producer = slot(from).producer;
   uint64_t run = 0;
-  // The range is at most two contiguous pieces of the ring: walk them with plain pointers.
-  for (uint64_t i = from; i <= to;) {
-    Slot* s = &slot(i);
-    const uint64_t n = std::min(to - i + 1, mask_ + 1 - (i & mask_));
-    for (Slot* const end = s + n; s != end; ++s) {
-      if (s->producer != producer) {
-        add(producer, run);
-        producer = s->producer;
-        run = 0;
-      }
-      ++run;
-      bytes += s->event.bytes();
-      Event done = std::move(s->event);
+  ForEachSlot(from, to - from + 1, [&](Slot& s) {
+    if (s.producer != producer) {
+      add(producer, run);
+      producer = s.producer;
+      run = 0;
     }
-    i += n;
-  }
+    ++run;
+    bytes += s.event.bytes();
+    Event done = std::move(s.event);
+  });
   add(producer, run);
   for (const Acks& a : acks) a.producer->Ack(a.count, report);
   return bytes;
