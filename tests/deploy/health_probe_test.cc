@@ -72,7 +72,8 @@ TEST(HealthProbeTest, DrainingShipperIsNotServing) {
   absl::StatusOr<ShipperProcess> shipper = ShipperProcess::Start(
       {"-E", "shipper.server.health.address=127.0.0.1:0", "-E",
        absl::StrCat("shipper.output.file.path=", dir), "-E",
-       "shipper.output.file.filename=stuck.fifo", "-E", "shipper.shutdown_timeout=4s"});
+       "shipper.output.file.filename=stuck.fifo", "-E", "shipper.output.file.fsync=batch", "-E",
+       "shipper.shutdown_timeout=4s"});
   ASSERT_TRUE(shipper.ok()) << shipper.status();
   const std::string health = HealthAddress(*shipper);
 
