@@ -91,6 +91,9 @@ class ShipperImpl final : public Shipper {
     builder.SetMaxReceiveMessageSize(static_cast<int>(config_.limits.max_message_size));
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                static_cast<int>(config_.limits.max_concurrent_streams));
+    // gRPC sets SO_REUSEPORT by default: a second Shipper on the same address would start and
+    // silently take half the connections instead of failing.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     int port = 0;
     builder.AddListeningPort(config_.server_address, *credentials, &port);
     builder.RegisterService(service_.get());

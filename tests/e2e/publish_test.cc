@@ -214,6 +214,16 @@ TEST(DeadOutputTest, FullQueueAcceptsAPrefixAndNothingIsReportedPersisted) {
       << shipper->Log();
 }
 
+TEST(ShipperBinaryTest, ASecondShipperOnTheSameAddressFailsToStart) {
+  absl::StatusOr<testing::ShipperProcess> first = testing::ShipperProcess::Start({});
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto [code, output] = testing::RunShipper(
+      {"-E", absl::StrCat("shipper.server.server=", first->address()), "-E", "shipper.http.port=0"});
+  EXPECT_EQ(code, 1) << output;
+  EXPECT_NE(output.find("cannot listen on '" + first->address() + "'"), std::string::npos)
+      << output;
+}
+
 TEST(ShipperBinaryTest, BadConfigIsRefusedWithTheReason) {
   auto [code, output] = testing::RunShipper({"-E", "shipper.queue.mem.events=lots"});
   EXPECT_EQ(code, 2);
