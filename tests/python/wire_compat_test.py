@@ -116,7 +116,9 @@ class WireCompatTest(unittest.TestCase):
         from proto import producer_pb2_grpc  # noqa
 
         out = os.path.join(tmp, "out")
-        shipper = Shipper(tmp, "-E", f"shipper.output.file.path={out}")
+        # One file to read back: 20,000 events pass the default 10 MiB rotation size.
+        shipper = Shipper(tmp, "-E", f"shipper.output.file.path={out}",
+                          "-E", "shipper.output.file.rotate_every_kb=1048576")
         try:
             stub = producer_pb2_grpc.ProducerStub(grpc.insecure_channel(shipper.address))
             expected = {}
@@ -141,6 +143,12 @@ class WireCompatTest(unittest.TestCase):
                 if reply.persisted_index >= last_index:
                     stream.cancel()
                     break
+
+            # The standard health service, called with raw bytes as any health prober does:
+            # an empty HealthCheckRequest; the reply 08 01 is status SERVING.
+            check = grpc.insecure_channel(shipper.address).unary_unary(
+                "/grpc.health.v1.Health/Check")
+            self.assertEqual(check(b"", timeout=10), b"\x08\x01")
 
             # The standard health service, called with raw bytes as any health prober does:
             # an empty HealthCheckRequest; the reply 08 01 is status SERVING.
