@@ -113,7 +113,7 @@ class ProducerService::PublishCall final {
 class ProducerService::IndexStream final
     : public grpc::ServerWriteReactor<pb::PersistedIndexReply> {
  public:
-  enum class Action { kNone, kWrite, kWriteAndFinish, kFinish };
+  using Action = StreamAction;
 
   // A zero interval asks for one reply.
   IndexStream(ProducerService* service, absl::Duration interval)
@@ -221,9 +221,26 @@ void ProducerService::StopAccepting() {
 
 void ProducerService::OnPersisted() {
   metrics::ShipperMetrics::Get().Persisted(queue_->persisted_index());
-  absl::MutexLock lock(&mu_);
-  persisted_ = queue_->persisted_index();
-  dirty_ = true;
+  StreamActions actions;
+  {
+    absl::MutexLock lock(&mu_);
+    persisted_ = queue_->persisted_index();
+    // Streams that may write now are written from here, the consumer thread that advanced the
+    // index: a hop to the broadcaster would add a wake-up to every reply's latency. Those
+    // still inside their interval are the broadcaster's.
+    if (DueStreams(&actions) != absl::InfiniteFuture()) dirty_ = true;
+  }
+  for (auto& [stream, action] : actions) stream->Act(action);
+}
+
+absl::Time ProducerService::DueStreams(StreamActions* actions) {
+  absl::Time wake = absl::InfiniteFuture();
+  const absl::Time now = absl::Now();
+  for (IndexStream* stream : streams_) {
+    IndexStream::Action action = stream->Next(now, &wake);
+    if (action != IndexStream::Action::kNone) actions->emplace_back(stream, action);
+  }
+  return wake;
 }
 
 void ProducerService::BroadcastLoop() {
@@ -233,13 +250,8 @@ void ProducerService::BroadcastLoop() {
     mu_.AwaitWithDeadline(absl::Condition(&dirty_), wake);
     if (ending_) return;
     dirty_ = false;
-    wake = absl::InfiniteFuture();
-    std::vector<std::pair<IndexStream*, IndexStream::Action>> actions;
-    const absl::Time now = absl::Now();
-    for (IndexStream* stream : streams_) {
-      IndexStream::Action action = stream->Next(now, &wake);
-      if (action != IndexStream::Action::kNone) actions.emplace_back(stream, action);
-    }
+    StreamActions actions;
+    wake = DueStreams(&actions);
     mu_.Unlock();
     for (auto& [stream, action] : actions) stream->Act(action);
     mu_.Lock();
@@ -247,18 +259,14 @@ void ProducerService::BroadcastLoop() {
 }
 
 void ProducerService::EndStreams() {
-  std::vector<std::pair<IndexStream*, IndexStream::Action>> actions;
+  StreamActions actions;
   {
     absl::MutexLock lock(&mu_);
     if (ending_) return;
     ending_ = true;
     dirty_ = true;
     persisted_ = queue_->persisted_index();
-    absl::Time unused = absl::InfiniteFuture();
-    for (IndexStream* stream : streams_) {
-      IndexStream::Action action = stream->Next(absl::Now(), &unused);
-      if (action != IndexStream::Action::kNone) actions.emplace_back(stream, action);
-    }
+    DueStreams(&actions);
   }
   for (auto& [stream, action] : actions) stream->Act(action);
   broadcaster_.join();

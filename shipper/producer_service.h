@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/producer.grpc.pb.h"
@@ -72,8 +73,14 @@ class ProducerService final
   grpc::Status Publish(const grpc::ServerContext& context, grpc::ByteBuffer* bytes,
                        RequestArena& request);
 
-  // Notes a new persisted index (from the queue's ACK callback) for the streams.
+  // What a PersistedIndex stream does next; decided under mu_, done after it is released.
+  enum class StreamAction { kNone, kWrite, kWriteAndFinish, kFinish };
+  using StreamActions = absl::InlinedVector<std::pair<IndexStream*, StreamAction>, 8>;
+
+  // Sends streams that may write now the new persisted index (from the queue's ACK callback).
   void OnPersisted();
+  // What each stream should do now (see IndexStream::Next); when the next one is due.
+  absl::Time DueStreams(StreamActions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends streams the persisted index as it changes, each at most once per its interval.
   void BroadcastLoop();
 
