@@ -34,6 +34,13 @@ class UnixSocketTest(unittest.TestCase):
             raw_unary(channel, PUBLISH)(small_request(shipper.uuid), timeout=10)
             self.assertEqual(health(channel), SERVING)
 
+    def start_publish_stop(self):
+        shipper = self.start()
+        try:
+            self.publish_over_socket(shipper)
+        finally:
+            self.assertEqual(shipper.stop(), 0, shipper.text())
+
     def mode(self):
         return stat.S_IMODE(os.stat(self.sock).st_mode)
 
@@ -58,22 +65,14 @@ class UnixSocketTest(unittest.TestCase):
         crashed.bind(self.sock)
         crashed.close()  # the file stays, nobody listens: what SIGKILL leaves
         self.assertTrue(stat.S_ISSOCK(os.stat(self.sock).st_mode))
-        shipper = self.start()
-        try:
-            self.publish_over_socket(shipper)
-        finally:
-            self.assertEqual(shipper.stop(), 0, shipper.text())
+        self.start_publish_stop()
 
     def test_killed_shipper_leaves_a_socket_the_next_one_replaces(self):
         first = self.start()
         first.proc.kill()
         first.proc.wait()
         self.assertTrue(os.path.exists(self.sock))
-        second = self.start()
-        try:
-            self.publish_over_socket(second)
-        finally:
-            self.assertEqual(second.stop(), 0, second.text())
+        self.start_publish_stop()
 
     def test_live_socket_is_not_taken_over(self):
         shipper = self.start()
