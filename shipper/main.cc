@@ -21,6 +21,7 @@
 #include "runtime/cpu_quota.h"
 #include "runtime/signals.h"
 #include "shipper/config.h"
+#include "shipper/request_validation.h"
 #include "shipper/shipper.h"
 #include "shipper/version.h"
 
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
+  shipper::RateLimitProtobufUtf8Errors();
 
   absl::SetProgramUsageMessage(absl::StrCat(kUsage, shipper::ConfigKeysHelp()));
   absl::FlagsUsageConfig usage;

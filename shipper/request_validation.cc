@@ -6,8 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/wire_format_lite.h"
@@ -126,6 +129,19 @@ absl::Status DecodePublishRequest(absl::Span<const absl::string_view> chunks,
         limits.max_nesting_depth, ")"));
   }
   return ValidatePublishRequest(*request, limits);
+}
+
+void RateLimitProtobufUtf8Errors() {
+  google::protobuf::SetLogHandler([](google::protobuf::LogLevel level, const char* file,
+                                     int line, const std::string& message) {
+    if (absl::StrContains(message, "invalid UTF-8")) {
+      LOG_EVERY_N(WARNING, 1000) << "protobuf (1 in 1000 shown): " << message;
+    } else if (level >= google::protobuf::LOGLEVEL_ERROR) {
+      LOG(ERROR) << "protobuf " << file << ":" << line << ": " << message;
+    } else {
+      LOG(INFO) << "protobuf " << file << ":" << line << ": " << message;
+    }
+  });
 }
 
 absl::Status ValidatePublishRequest(const pb::PublishRequest& request,

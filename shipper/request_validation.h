@@ -42,6 +42,12 @@ absl::Status ValidatePublishRequest(
     const elastic::agent::shipper::v1::messages::PublishRequest& request,
     const RequestLimits& limits);
 
+// Protobuf logs an ERROR line for every non-UTF-8 string it parses, and any client can send
+// those (DecodePublishRequest refuses them): this routes protobuf's log through glog, keeping one
+// such line in 1000 and every other message. Replaces protobuf's process-wide log handler: call
+// once, at start.
+void RateLimitProtobufUtf8Errors();
+
 }  // namespace shipper
 
 #endif  // SHIPPER_SHIPPER_REQUEST_VALIDATION_H_

@@ -92,9 +92,11 @@ class HostileInputTest(unittest.TestCase):
             self.refused(self.publish, payload, grpc.StatusCode.INVALID_ARGUMENT,
                          "not a valid PublishRequest")
 
-    def test_invalid_utf8_is_invalid_argument(self):
+    def test_invalid_utf8_is_invalid_argument_and_does_not_flood_the_log(self):
         payload = small_request("").replace(b"event 0", b"ev\xc3\x28t 0")
-        self.refused(self.publish, payload, grpc.StatusCode.INVALID_ARGUMENT, "not UTF-8")
+        for _ in range(200):
+            self.refused(self.publish, payload, grpc.StatusCode.INVALID_ARGUMENT, "not UTF-8")
+        self.assertLessEqual(self.default.text().count("invalid UTF-8"), 1)
 
     def test_100_mib_message_is_resource_exhausted(self):
         payload = b"\x12\x00" * (50 * MIB)
