@@ -2,7 +2,8 @@
 """Graceful drain of the real shipper under continuous load: SIGTERM while 4 clients publish.
 Health turns NOT_SERVING, new publishes get UNAVAILABLE, the process exits 0 within
 shipper.shutdown_timeout, and every event whose reply the clients saw persisted is in the file
-output."""
+output. With an output that takes nothing, the drain gives up at the timeout and says how many
+events are left, and a second signal exits at once."""
 import collections
 import json
 import os
@@ -133,6 +134,48 @@ class DrainTest(unittest.TestCase):
         print(f"drain: {len(seen_persisted)} events seen persisted (index <= {persisted[0]}), "
               f"{len(written)} written, exit {code} after {elapsed:.2f}s, errors by code "
               f"{dict(collections.Counter(code.name for code, _ in errors))}")
+
+    def start_with_dead_output(self, shutdown_timeout):
+        """A shipper whose output (the next shipper, at a port nobody listens on) never takes an
+        event, holding 1,000 published events."""
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        shipper = Shipper(tmp, "-E", "shipper.output.shipper.enabled=true",
+                          "-E", "shipper.output.shipper.server=127.0.0.1:1",
+                          "-E", f"shipper.shutdown_timeout={shutdown_timeout}")
+        msg = messages()
+        with grpc.insecure_channel(shipper.address) as channel:
+            req = msg.PublishRequest(uuid=shipper.uuid)
+            for i in range(1000):
+                req.events.add().fields.data["seq"].int64_value = i
+            reply = msg.PublishReply.FromString(
+                raw_unary(channel, PUBLISH)(req.SerializeToString(), timeout=10))
+        self.assertEqual(reply.accepted_count, 1000)
+        return shipper
+
+    def test_drain_gives_up_at_the_timeout_and_says_what_is_left(self):
+        shipper = self.start_with_dead_output("2s")
+        shipper.proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        code = shipper.proc.wait(timeout=30)
+        elapsed = time.monotonic() - signalled
+        log = shipper.text()
+        self.assertEqual(code, 0, log)
+        self.assertGreaterEqual(elapsed, 2, log)
+        self.assertLess(elapsed, 6, log)
+        self.assertIn("0 events delivered, 1000 left undelivered", log)
+
+    def test_second_signal_exits_at_once(self):
+        shipper = self.start_with_dead_output("60s")
+        shipper.proc.send_signal(signal.SIGTERM)
+        time.sleep(1)
+        self.assertIsNone(shipper.proc.poll(), "still draining towards the dead output")
+        shipper.proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        code = shipper.proc.wait(timeout=10)
+        log = shipper.text()
+        self.assertEqual(code, 1, log)
+        self.assertLess(time.monotonic() - signalled, 2, log)
+        self.assertIn("again: exiting without draining", log)
 
 
 if __name__ == "__main__":
