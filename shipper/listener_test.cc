@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -17,13 +18,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Under /tmp: TEST_TMPDIR is too long for a socket address (108 bytes).
 std::string TempPath(const std::string& name) {
-  static const std::string* dir = [] {
-    char tmpl[] = "/tmp/listener_test.XXXXXX";
-    return new std::string(mkdtemp(tmpl));
-  }();
-  return *dir + "/" + name;
+  return std::string(getenv("TEST_TMPDIR")) + "/" + name;
+}
+
+// A socket path under /tmp: TEST_TMPDIR is too long for a socket address (108 bytes). The test
+// removes what it creates there.
+std::string SocketPath(const std::string& name) {
+  return absl::StrCat("/tmp/listener_test.", getpid(), ".", name);
 }
 
 // A unix socket bound at `path`; listening when `listen_too`. Returns its fd.
@@ -46,20 +48,21 @@ TEST(ListenerTest, UnixSocketPath) {
 }
 
 TEST(ListenerTest, StaleSocketIsReplacedLiveOneAndOtherFilesAreNot) {
-  const std::string stale = TempPath("stale.sock");
+  const std::string stale = SocketPath("stale.sock");
   close(BindSocket(stale, false));  // as a crashed process leaves it
   ASSERT_EQ(access(stale.c_str(), F_OK), 0);
   EXPECT_TRUE(ReplaceStaleSocket(stale).ok());
   EXPECT_NE(access(stale.c_str(), F_OK), 0) << "the stale socket is gone";
   EXPECT_TRUE(ReplaceStaleSocket(stale).ok()) << "nothing there is fine too";
 
-  const std::string live = TempPath("live.sock");
+  const std::string live = SocketPath("live.sock");
   int fd = BindSocket(live, true);
   absl::Status status = ReplaceStaleSocket(live);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(status.message(), HasSubstr("another process listens"));
   EXPECT_EQ(access(live.c_str(), F_OK), 0);
   close(fd);
+  unlink(live.c_str());
 
   const std::string file = TempPath("regular");
   std::ofstream(file) << "data";
