@@ -4,10 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
@@ -19,22 +26,101 @@
 namespace shipper {
 namespace {
 
-// An open file; closed when the last worker still flushing it lets go.
-class OpenFile {
- public:
-  explicit OpenFile(int fd) : fd_(fd) {}
-  OpenFile(const OpenFile&) = delete;
-  OpenFile& operator=(const OpenFile&) = delete;
-  ~OpenFile() { ::close(fd_); }
-  int fd() const { return fd_; }
-
- private:
-  const int fd_;
-};
+using SyncFunction = std::function<int(int fd)>;
 
 absl::Status Errno(absl::string_view what, absl::string_view path) {
   return absl::UnavailableError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
+
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("opening directory", dir);
+  const int synced = ::fsync(fd);
+  ::close(fd);
+  if (synced != 0) return Errno("flushing directory", dir);
+  return absl::OkStatus();
+}
+
+// An open file and its group commit; closed when the last worker still flushing it lets go.
+//
+// Group commit: an fdatasync makes durable every byte written before it started. The file
+// tracks the bytes written (set under FileOutput::mu_ after each write) and the bytes known
+// durable; SyncTo(end) returns at once when a sync that started after those bytes were written
+// has completed, and otherwise waits for the sync running (if any) and then syncs itself, so
+// workers finishing writes while a sync runs share the next one.
+class OpenFile {
+ public:
+  // `dir` holds the file: its entry may be new, so the first sync flushes the directory too.
+  OpenFile(int fd, std::string path, uint64_t size, std::string dir, SyncFunction sync)
+      : fd_(fd), path_(std::move(path)), sync_(std::move(sync)), written_(size),
+        dir_(std::move(dir)) {}
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+  ~OpenFile() { ::close(fd_); }
+  int fd() const { return fd_; }
+  uint64_t written() const { return written_.load(std::memory_order_acquire); }
+
+  // The file now holds `size` bytes, all written by completed write() calls.
+  void Wrote(uint64_t size) { written_.store(size, std::memory_order_release); }
+
+  // Makes the first `end` bytes durable (and the file's directory entry, if pending). REQUIRES:
+  // they were written (Wrote() was called with at least `end`). Rarely reports an error for bytes
+  // an earlier sync did cover, when a later sync failed meanwhile; the batch is then written
+  // again (at-least-once).
+  absl::Status SyncTo(uint64_t end) {
+    mu_.Lock();
+    while (true) {
+      // After a failed fdatasync, Linux may report success for a retry although the pages
+      // were lost: every byte that failed sync covered stays failed.
+      if (end <= failed_) {
+        absl::Status status = failure_;
+        mu_.Unlock();
+        return status;
+      }
+      if (end <= synced_) {
+        mu_.Unlock();
+        return absl::OkStatus();
+      }
+      if (!syncing_) break;
+      mu_.Await(absl::Condition(
+          +[](bool* syncing) { return !*syncing; }, &syncing_));
+    }
+    syncing_ = true;
+    const std::string dir = dir_;
+    mu_.Unlock();
+
+    // Every byte up to `target` was written before the sync starts, so it covers them.
+    const uint64_t target = written_.load(std::memory_order_acquire);
+    absl::Status status = dir.empty() ? absl::OkStatus() : SyncDirectory(dir);
+    if (status.ok() && sync_(fd_) != 0) status = Errno("flushing", path_);
+
+    mu_.Lock();
+    syncing_ = false;
+    if (status.ok()) {
+      synced_ = std::max(synced_, target);
+      dir_.clear();
+    } else {
+      failed_ = std::max(failed_, target);
+      failure_ = status;
+    }
+    mu_.Unlock();
+    return status;
+  }
+
+ private:
+  // Constant after construction.
+  const int fd_;
+  const std::string path_;  // for errors; the file may have been renamed since
+  const SyncFunction sync_;  // ::fdatasync but in tests
+
+  std::atomic<uint64_t> written_;
+  absl::Mutex mu_;
+  bool syncing_ ABSL_GUARDED_BY(mu_) = false;  // a thread is in SyncTo's sync
+  uint64_t synced_ ABSL_GUARDED_BY(mu_) = 0;   // bytes known durable
+  uint64_t failed_ ABSL_GUARDED_BY(mu_) = 0;   // bytes a failed sync covered
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);  // that sync's error
+  std::string dir_ ABSL_GUARDED_BY(mu_);       // to flush on the next sync, if not empty
+};
 
 // Cuts a partial last line, left by a process killed in the middle of a write: those events
 // were never reported persisted (their clients resend them), and appending after the fragment
@@ -65,8 +151,9 @@ void TrimPartialLine(int fd, const std::string& path) {
 
 // Opens path/filename for appending, creating it with the configured permissions (less the
 // process umask, as for any file the process creates).
-absl::StatusOr<std::shared_ptr<OpenFile>> Open(const Config::FileOutput& config) {
-  const std::string path = absl::StrCat(config.path, "/", config.filename);
+absl::StatusOr<std::shared_ptr<OpenFile>> Open(const Config::FileOutput& config,
+                                               const SyncFunction& sync) {
+  std::string path = absl::StrCat(config.path, "/", config.filename);
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC,
                   static_cast<mode_t>(config.permissions));
   if (fd < 0) {
@@ -74,22 +161,45 @@ absl::StatusOr<std::shared_ptr<OpenFile>> Open(const Config::FileOutput& config)
                                                    "' for appending: ", std::strerror(errno)));
   }
   TrimPartialLine(fd, path);
-  return std::make_shared<OpenFile>(fd);
+  struct stat st;
+  const uint64_t size = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  return std::make_shared<OpenFile>(fd, std::move(path), size, config.path, sync);
 }
+
+// A file descriptor closed by its destructor.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(ScopedFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_;
+};
 
 class FileOutput final : public Output {
  public:
-  FileOutput(const Config::FileOutput& config, std::shared_ptr<OpenFile> file, size_t size)
+  FileOutput(const Config::FileOutput& config, std::shared_ptr<OpenFile> file,
+             SyncFunction sync)
       : config_(config),
         path_(absl::StrCat(config.path, "/", config.filename)),
         limit_(config.rotate_every_kb * 1024),
+        sync_(std::move(sync)),
         file_(std::move(file)),
-        size_(size) {}
+        size_(file_->written()) {}
 
   absl::Status Write(const queue::Batch& batch, std::vector<Rejection>*) override {
     thread_local BatchJson json;
     json.Encode(batch);
-    std::shared_ptr<OpenFile> last;  // the file the batch ended in
+    // The files the batch went into (more than one when it rotated) and where its bytes end.
+    std::vector<std::pair<std::shared_ptr<OpenFile>, uint64_t>> written;
+    // Deleted oldest files, still open: their blocks are freed when these close, after the
+    // lock is released.
+    std::vector<ScopedFd> deleted;
     {
       absl::MutexLock lock(&mu_);
       // Writes runs of lines that fit the current file, rotating between runs.
@@ -98,7 +208,8 @@ class FileOutput final : public Output {
         const size_t bytes = json.line(i).size();
         if (size_ + run_bytes > 0 && size_ + run_bytes + bytes > limit_) {
           if (absl::Status s = WriteRunLocked(json, run_begin, i, run_bytes); !s.ok()) return s;
-          if (absl::Status s = RotateLocked(); !s.ok()) return s;
+          if (run_bytes > 0) written.emplace_back(file_, size_);
+          if (absl::Status s = RotateLocked(&deleted); !s.ok()) return s;
           run_begin = i;
           run_bytes = 0;
         }
@@ -107,13 +218,14 @@ class FileOutput final : public Output {
       if (absl::Status s = WriteRunLocked(json, run_begin, json.size(), run_bytes); !s.ok()) {
         return s;
       }
-      last = file_;
+      written.emplace_back(file_, size_);
     }
-    // Outside the lock, so concurrent workers' flushes coalesce in the kernel. Files the batch
-    // went into before were flushed by their rotation; `last`, if rotated meanwhile, stays open
-    // until this reference goes.
-    if (config_.fsync == FsyncPolicy::kBatch && ::fdatasync(last->fd()) != 0) {
-      return Errno("flushing", path_);
+    deleted.clear();
+    if (config_.fsync != FsyncPolicy::kBatch) return absl::OkStatus();
+    // Outside the lock, so that other workers write meanwhile and share syncs. A file rotated
+    // meanwhile stays open until its reference here goes.
+    for (const auto& [file, end] : written) {
+      if (absl::Status s = file->SyncTo(end); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
@@ -127,18 +239,24 @@ class FileOutput final : public Output {
     // Even a failed write may have appended part of the run: count what the file holds.
     struct stat st;
     size_ = ::fstat(file_->fd(), &st) == 0 ? static_cast<size_t>(st.st_size) : size_ + bytes;
+    file_->Wrote(size_);
     return status;
   }
 
   std::string Numbered(size_t n) const { return absl::StrCat(path_, ".", n); }
 
-  absl::Status RotateLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (config_.fsync == FsyncPolicy::kBatch && ::fdatasync(file_->fd()) != 0) {
-      return Errno("flushing", path_);
-    }
+  // Renames and opens under the lock; the flushes of the rotated file and of the directory are
+  // the writers' (SyncTo), and the oldest file, removed from the directory here, is appended to
+  // `deleted` so that its blocks are freed outside the lock.
+  absl::Status RotateLocked(std::vector<ScopedFd>* deleted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t last = config_.number_of_files - 1;
-    if (::unlink(Numbered(last).c_str()) != 0 && errno != ENOENT) {
-      return Errno("rotating: deleting", Numbered(last));
+    const std::string oldest = Numbered(last);
+    // While open, unlink only removes the name (ext4 and most file systems free the blocks on
+    // the last close).
+    const int oldest_fd = ::open(oldest.c_str(), O_RDONLY | O_CLOEXEC);
+    if (oldest_fd >= 0) deleted->emplace_back(oldest_fd);
+    if (::unlink(oldest.c_str()) != 0 && errno != ENOENT) {
+      return Errno("rotating: deleting", oldest);
     }
     for (size_t n = last; n > 1; --n) {
       if (::rename(Numbered(n - 1).c_str(), Numbered(n).c_str()) != 0 && errno != ENOENT) {
@@ -148,18 +266,10 @@ class FileOutput final : public Output {
     if (::rename(path_.c_str(), Numbered(1).c_str()) != 0) {
       return Errno("rotating: renaming", path_);
     }
-    absl::StatusOr<std::shared_ptr<OpenFile>> file = Open(config_);
+    absl::StatusOr<std::shared_ptr<OpenFile>> file = Open(config_, sync_);
     if (!file.ok()) return file.status();
     file_ = *std::move(file);
     size_ = 0;
-    if (config_.fsync == FsyncPolicy::kBatch) {
-      // The renames and the new file must survive a crash too.
-      int dir = ::open(config_.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (dir < 0) return Errno("opening directory", config_.path);
-      const int synced = ::fsync(dir);
-      ::close(dir);
-      if (synced != 0) return Errno("flushing directory", config_.path);
-    }
     return absl::OkStatus();
   }
 
@@ -168,6 +278,7 @@ class FileOutput final : public Output {
   const Config::FileOutput config_;
   const std::string path_;
   const size_t limit_;  // bytes
+  const SyncFunction sync_;
 
   absl::Mutex mu_;  // keeps each batch's lines together and orders rotations
   std::shared_ptr<OpenFile> file_ ABSL_GUARDED_BY(mu_);
@@ -176,18 +287,20 @@ class FileOutput final : public Output {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const Config::FileOutput& config) {
+absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const Config::FileOutput& config,
+                                                       std::function<int(int fd)> fdatasync) {
   if (::mkdir(config.path.c_str(), 0750) != 0 && errno != EEXIST) {
     return absl::InvalidArgumentError(
         absl::StrCat("shipper.output.file.path: cannot create directory '", config.path,
                      "': ", std::strerror(errno)));
   }
-  absl::StatusOr<std::shared_ptr<OpenFile>> file = Open(config);
+  absl::StatusOr<std::shared_ptr<OpenFile>> file = Open(config, fdatasync);
   if (!file.ok()) return file.status();
-  struct stat st;
-  const size_t size = ::fstat((*file)->fd(), &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
-  return std::make_unique<FileOutput>(config, *std::move(file), size);
+  return std::make_unique<FileOutput>(config, *std::move(file), std::move(fdatasync));
+}
+
+absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const Config::FileOutput& config) {
+  return NewFileOutput(config, ::fdatasync);
 }
 
 }  // namespace shipper
-

@@ -1,13 +1,19 @@
 #include "shipper/output/file_output.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "shipper/output/queued_events.h"
@@ -165,6 +171,145 @@ TEST_F(FileOutputTest, DefaultPermissionsAre0600AndFsyncNeverStillWrites) {
   ASSERT_EQ(::stat(File(0).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(Indexes(0), (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+}
+
+// Calls ::fdatasync and records, per file (inode), the size of the file when a flush of it
+// started: every byte below it is durable once the flush returns.
+class RecordingSync {
+ public:
+  int operator()(int fd) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return -1;
+    if (::fdatasync(fd) != 0) return -1;
+    absl::MutexLock lock(&mu_);
+    ++flushes_;
+    uint64_t& synced = synced_[st.st_ino];
+    synced = std::max<uint64_t>(synced, st.st_size);
+    return 0;
+  }
+  int flushes() {
+    absl::MutexLock lock(&mu_);
+    return flushes_;
+  }
+  // Of the file at `path` (0 if never flushed).
+  uint64_t synced(const std::string& path) {
+    struct stat st;
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    absl::MutexLock lock(&mu_);
+    auto it = synced_.find(st.st_ino);
+    return it == synced_.end() ? 0 : it->second;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int flushes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<ino_t, uint64_t> synced_ ABSL_GUARDED_BY(mu_);
+};
+
+// The lines of `path`.
+size_t Lines(const std::string& path) {
+  std::ifstream in(path);
+  size_t lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  return lines;
+}
+
+// Where the line of the event with queue index `index` ends in `path` (0 if it is not there).
+uint64_t EndOfLine(const std::string& path, uint64_t index) {
+  std::ifstream in(path);
+  uint64_t end = 0;
+  for (std::string line; std::getline(in, line);) {
+    end += line.size() + 1;
+    rapidjson::Document doc;
+    doc.Parse(line.c_str());
+    if (!doc.HasParseError() && doc["@metadata"]["index"].GetUint64() == index) return end;
+  }
+  return 0;
+}
+
+TEST_F(FileOutputTest, WritersThatFinishDuringAFlushShareTheNextOne) {
+  RecordingSync recording;
+  absl::Notification first_flush_started, release_first_flush;
+  std::atomic<int> calls{0};
+  absl::StatusOr<std::unique_ptr<Output>> output =
+      NewFileOutput(config_, [&](int fd) {
+        if (calls.fetch_add(1) == 0) {
+          first_flush_started.Notify();
+          release_first_flush.WaitForNotification();
+        }
+        return recording(fd);
+      });
+  ASSERT_TRUE(output.ok()) << output.status();
+  QueuedEvents events(Events(40));
+  std::vector<queue::Batch> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(events.Take(10));
+
+  // Each writer checks, once its batch is confirmed, that a flush covered its last line.
+  auto write = [&](queue::Batch* batch) {
+    std::vector<Rejection> rejected;
+    EXPECT_TRUE((*output)->Write(*batch, &rejected).ok());
+    const uint64_t end = EndOfLine(File(0), batch->first_index() + batch->size() - 1);
+    EXPECT_GT(end, 0u);
+    EXPECT_GE(recording.synced(File(0)), end) << "confirmed before its bytes were flushed";
+  };
+  std::thread first(write, &batches[0]);
+  first_flush_started.WaitForNotification();
+  // The first flush is stuck; three more batches are written while it runs. Their lines are
+  // in the file only after the flush started, so it cannot cover them.
+  std::vector<std::thread> others;
+  for (int i = 1; i < 4; ++i) others.emplace_back(write, &batches[i]);
+  while (Lines(File(0)) < 40) absl::SleepFor(absl::Milliseconds(1));
+  // The last writer records its write just after write() returns.
+  absl::SleepFor(absl::Milliseconds(50));
+  release_first_flush.Notify();
+  first.join();
+  for (std::thread& t : others) t.join();
+  EXPECT_EQ(recording.flushes(), 2) << "the first batch's flush, then one for the other three";
+  EXPECT_EQ(recording.synced(File(0)), std::filesystem::file_size(File(0)));
+  for (queue::Batch& batch : batches) batch.Done();
+}
+
+TEST_F(FileOutputTest, ConcurrentWritersRotatingLoseNothingAndFlushEveryByte) {
+  config_.rotate_every_kb = 4;
+  config_.number_of_files = 1000;  // keeps every file
+  RecordingSync recording;
+  absl::StatusOr<std::unique_ptr<Output>> output =
+      NewFileOutput(config_, [&](int fd) { return recording(fd); });
+  ASSERT_TRUE(output.ok()) << output.status();
+  QueuedEvents events(Events(2000));
+  std::vector<queue::Batch> batches;
+  for (queue::Batch batch = events.Take(23); !batch.empty(); batch = events.Take(23)) {
+    batches.push_back(std::move(batch));
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&] {
+      for (size_t i = next++; i < batches.size(); i = next++) {
+        std::vector<Rejection> rejected;
+        EXPECT_TRUE((*output)->Write(batches[i], &rejected).ok());
+      }
+    });
+  }
+  for (std::thread& t : writers) t.join();
+  for (queue::Batch& batch : batches) batch.Done();
+
+  // Every event once; a batch's lines stay together in order (across a rotation too).
+  std::vector<uint64_t> all;
+  for (size_t n = 999; n != static_cast<size_t>(-1); --n) {
+    if (!std::filesystem::exists(File(n))) continue;
+    EXPECT_LE(std::filesystem::file_size(File(n)), 4096u) << File(n);
+    EXPECT_EQ(recording.synced(File(n)), std::filesystem::file_size(File(n)))
+        << File(n) << ": every confirmed byte was flushed";
+    for (uint64_t index : Indexes(n)) all.push_back(index);
+  }
+  ASSERT_EQ(all.size(), 2000u);
+  EXPECT_EQ(std::set<uint64_t>(all.begin(), all.end()).size(), 2000u);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if ((all[i] - 1) % 23 != 0) {
+      EXPECT_EQ(all[i], all[i - 1] + 1) << "batch split at " << i;
+    }
+  }
 }
 
 TEST_F(FileOutputTest, UnwritableDirectoryIsAClearError) {
