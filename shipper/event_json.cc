@@ -1,27 +1,24 @@
 #include "shipper/event_json.h"
 
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "rapidjson/writer.h"
 
 namespace shipper {
 namespace {
 
 namespace pb = elastic::agent::shipper::v1::messages;
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+using Writer = event_json_internal::Writer;
 using Entry = google::protobuf::Map<std::string, pb::Value>::value_type;
 
-void Key(absl::string_view key, Writer& w) {
-  w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
-}
+void Key(absl::string_view key, Writer& w) { w.Str(key); }
 
-void String(absl::string_view s, Writer& w) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
+void String(absl::string_view s, Writer& w) { w.Str(s); }
 
 // Writes `n` as exactly `width` decimal digits ending just before `end`.
 void Digits(uint64_t n, int width, char* end) {
@@ -59,7 +56,7 @@ void Timestamp(const google::protobuf::Timestamp& ts, Writer& w) {
   Digits(rest / 60 % 60, 2, buf + 16);
   Digits(rest % 60, 2, buf + 19);
   Digits(ts.nanos(), 9, buf + 29);
-  w.String(buf, sizeof buf - 1);
+  w.Str({buf, sizeof buf - 1});
 }
 
 void Double(double d, Writer& w) {
@@ -143,9 +140,40 @@ void Value(const pb::Value& v, Writer& w) {
 
 }  // namespace
 
+namespace event_json_internal {
+
+void Writer::Str(absl::string_view s) {
+  // What rapidjson escapes from UTF-8 to UTF-8: control characters, '"' and '\\'.
+  static constexpr std::array<bool, 256> kPlain = [] {
+    std::array<bool, 256> plain{};
+    for (int c = 0; c < 256; ++c) plain[c] = c >= 0x20 && c != '"' && c != '\\';
+    return plain;
+  }();
+  for (const char c : s) {
+    if (!kPlain[static_cast<unsigned char>(c)]) {
+      String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+      return;
+    }
+  }
+  Prefix(rapidjson::kStringType);
+  char* out = os_->Push(s.size() + 2);
+  out[0] = '"';
+  std::memcpy(out + 1, s.data(), s.size());
+  out[s.size() + 1] = '"';
+  EndValue(true);
+}
+
+}  // namespace event_json_internal
+
 void AppendEventJson(const pb::Event& event, uint64_t index, rapidjson::StringBuffer* out) {
-  Writer w(*out);
-  std::vector<const Entry*> shadowed;
+  EventJsonWriter(out).Append(event, index);
+}
+
+void EventJsonWriter::Append(const pb::Event& event, uint64_t index) {
+  Writer& w = writer_;
+  w.Reset(*out_);  // keeps the level stack's memory
+  std::vector<const Entry*>& shadowed = shadowed_;
+  shadowed.clear();
   w.StartObject();
   absl::string_view top_level[3] = {"@metadata"};
   size_t n = 1;
@@ -189,7 +217,7 @@ void AppendEventJson(const pb::Event& event, uint64_t index, rapidjson::StringBu
   }
   w.EndObject();
   w.EndObject();
-  out->Put('\n');
+  out_->Put('\n');
 }
 
 }  // namespace shipper

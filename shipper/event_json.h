@@ -8,20 +8,59 @@
 // exactly: 64-bit integers as JSON integers, timestamps as RFC 3339 strings, non-finite floats
 // as null.
 //
-// Thread safety: stateless functions; call from any thread with distinct buffers.
+// Thread safety: AppendEventJson is stateless; call it from any thread with distinct buffers.
+// One thread uses an EventJsonWriter.
 #ifndef SHIPPER_SHIPPER_EVENT_JSON_H_
 #define SHIPPER_SHIPPER_EVENT_JSON_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "absl/strings/string_view.h"
 #include "proto/messages.pb.h"
 #include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 
 namespace shipper {
 
 // Appends the event's JSON document and a newline to `out`.
 void AppendEventJson(const elastic::agent::shipper::v1::messages::Event& event, uint64_t index,
                      rapidjson::StringBuffer* out);
+
+namespace event_json_internal {
+
+// rapidjson's Writer, copying strings that need no escaping (most) whole rather than byte by
+// byte.
+class Writer : public rapidjson::Writer<rapidjson::StringBuffer> {
+ public:
+  using rapidjson::Writer<rapidjson::StringBuffer>::Writer;
+
+  // A string: a value, or a key in an object.
+  void Str(absl::string_view s);
+};
+
+}  // namespace event_json_internal
+
+// The same for many events into one buffer: the JSON writer and its allocations are reused from
+// event to event (a writer per event costs two allocations and frees of its level stack).
+class EventJsonWriter {
+ public:
+  explicit EventJsonWriter(rapidjson::StringBuffer* out) : out_(out), writer_(*out) {}
+  EventJsonWriter(const EventJsonWriter&) = delete;
+  EventJsonWriter& operator=(const EventJsonWriter&) = delete;
+
+  // Appends the event's JSON document and a newline to the buffer.
+  void Append(const elastic::agent::shipper::v1::messages::Event& event, uint64_t index);
+
+ private:
+  using Entry = google::protobuf::Map<std::string,
+                                      elastic::agent::shipper::v1::messages::Value>::value_type;
+
+  rapidjson::StringBuffer* const out_;
+  event_json_internal::Writer writer_;
+  std::vector<const Entry*> shadowed_;  // of the event being written
+};
 
 }  // namespace shipper
 

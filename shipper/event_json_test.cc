@@ -159,5 +159,46 @@ TEST(EventJsonTest, ClashingNamesAreShadowedNotLostOrDuplicated) {
   EXPECT_EQ(top_level_timestamps, 1) << line;
 }
 
+TEST(EventJsonTest, StringsAreWrittenAsRapidjsonEscapesThem) {
+  // The writer copies strings without escapes whole; the result must not differ from
+  // rapidjson's byte-by-byte escaping, for keys and values alike.
+  for (const std::string s : {std::string(), std::string("plain ascii"),
+                              std::string("quote \" here"), std::string("back\\slash"),
+                              std::string("ctrl \x01 \x1f \n \t"), std::string("del \x7f"),
+                              std::string("utf-8 é 日本 \xf0\x9f\x98\x80"),
+                              std::string("nul \0 inside", 13)}) {
+    rapidjson::StringBuffer ours, theirs;
+    event_json_internal::Writer w(ours);
+    rapidjson::Writer<rapidjson::StringBuffer> r(theirs);
+    w.StartObject();
+    r.StartObject();
+    w.Str(s);
+    r.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+    w.Str(s);
+    r.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+    w.EndObject();
+    r.EndObject();
+    EXPECT_EQ(std::string(ours.GetString(), ours.GetSize()),
+              std::string(theirs.GetString(), theirs.GetSize()));
+  }
+}
+
+TEST(EventJsonTest, OneWriterForManyEventsWritesWhatAppendEventJsonWrites) {
+  pb::Event shadowing, plain;
+  Field(shadowing, "@metadata").set_string_value("mine");
+  (*shadowing.mutable_metadata()->mutable_data())["index"].set_int32_value(3);
+  Field(plain, "message").set_string_value("hello");
+  rapidjson::StringBuffer buffer;
+  EventJsonWriter writer(&buffer);
+  std::string expected;
+  uint64_t index = 0;
+  // A shadowing event, then a plain one: nothing of the first may carry over.
+  for (const pb::Event* event : {&shadowing, &plain, &shadowing, &plain}) {
+    writer.Append(*event, ++index);
+    expected += Encode(*event, index);
+  }
+  EXPECT_EQ(std::string(buffer.GetString(), buffer.GetSize()), expected);
+}
+
 }  // namespace
 }  // namespace shipper

@@ -1,7 +1,6 @@
 #include "shipper/output/batch_json.h"
 
 #include "proto/messages.pb.h"
-#include "shipper/event_json.h"
 
 namespace shipper {
 
@@ -9,8 +8,8 @@ void BatchJson::Encode(const queue::Batch& batch) {
   buffer_.Clear();
   ends_.clear();
   for (size_t i = 0; i < batch.size(); ++i) {
-    AppendEventJson(batch.event(i).As<elastic::agent::shipper::v1::messages::Event>(),
-                    batch.first_index() + i, &buffer_);
+    writer_.Append(batch.event(i).As<elastic::agent::shipper::v1::messages::Event>(),
+                   batch.first_index() + i);
     ends_.push_back(buffer_.GetSize());
   }
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "queue/queue.h"
 #include "rapidjson/stringbuffer.h"
+#include "shipper/event_json.h"
 
 namespace shipper {
 
@@ -33,6 +34,7 @@ class BatchJson {
 
  private:
   rapidjson::StringBuffer buffer_;
+  EventJsonWriter writer_{&buffer_};
   std::vector<size_t> ends_;  // offset just past each event's '\n'
 };
 

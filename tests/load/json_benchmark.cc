@@ -15,22 +15,33 @@ namespace {
 
 namespace msg = ::elastic::agent::shipper::v1::messages;
 
+// one_writer:1 encodes as the outputs do a batch (shipper/output/batch_json.h), one
+// EventJsonWriter for all events; one_writer:0 calls AppendEventJson for each.
 void BM_AppendEventJson(benchmark::State& state) {
   const EventShape shape = static_cast<EventShape>(state.range(0));
+  const bool one_writer = state.range(1) != 0;
   std::vector<msg::Event> events(256);
   for (size_t i = 0; i < events.size(); ++i) MakeEvent(shape, i, &events[i]);
   rapidjson::StringBuffer out;
+  EventJsonWriter writer(&out);
   size_t i = 0;
   for (auto _ : state) {
     out.Clear();
-    AppendEventJson(events[i++ % events.size()], i, &out);
+    const msg::Event& event = events[++i % events.size()];
+    if (one_writer) {
+      writer.Append(event, i);
+    } else {
+      AppendEventJson(event, i, &out);
+    }
     benchmark::DoNotOptimize(out.GetString());
   }
   state.SetItemsProcessed(state.iterations());
   state.SetLabel(std::string(EventShapeName(shape)) + ", " + std::to_string(out.GetSize()) +
                  " bytes");
 }
-BENCHMARK(BM_AppendEventJson)->Arg(0)->Arg(1)->Arg(2);
+BENCHMARK(BM_AppendEventJson)
+    ->ArgsProduct({{0, 1, 2}, {0, 1}})
+    ->ArgNames({"shape", "one_writer"});
 
 }  // namespace
 }  // namespace shipper::load
