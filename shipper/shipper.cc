@@ -158,7 +158,7 @@ class ShipperImpl final : public Shipper {
     service_->EndStreams();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
     cq_->Shutdown();
-    grpc_workers_->Stop();
+    if (grpc_workers_ != nullptr) grpc_workers_->Stop();  // null if Init failed before it
     service_->FinishServing();
     if (!socket_path_.empty()) unlink(socket_path_.c_str());
     return report_;
