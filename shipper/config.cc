@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -441,6 +442,13 @@ absl::StatusOr<Config> Validate(Config config) {
       config.shipper.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "config: shipper.output.redis.timeout and shipper.output.shipper.timeout must be above 0");
+  }
+  // gRPC takes both as an int.
+  if (config.limits.max_message_size > INT_MAX ||
+      config.limits.max_concurrent_streams > INT_MAX) {
+    return absl::InvalidArgumentError(
+        "config: shipper.server.max_message_size and shipper.server.max_concurrent_streams must "
+        "be below 2GiB (gRPC's limit)");
   }
   if (config.backoff_max < config.backoff_init) {
     return absl::InvalidArgumentError(absl::StrCat(

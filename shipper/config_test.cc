@@ -276,6 +276,7 @@ shipper.server:
   EXPECT_THAT(Error("shipper.server.max_message_size: 1TB"),
               HasSubstr("'shipper.server.max_message_size'"));
   EXPECT_THAT(Error("shipper.server.socket_mode: rw"), HasSubstr("octal permissions"));
+  EXPECT_THAT(Error("shipper.server.max_message_size: 2GiB"), HasSubstr("below 2GiB"));
 }
 
 TEST(ConfigTest, SslKeys) {

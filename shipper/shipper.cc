@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <utility>
 
@@ -77,17 +76,13 @@ class ShipperImpl final : public Shipper {
     absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
         ListenerCredentials(config_.ssl);
     if (!credentials.ok()) return credentials.status();
-    if (config_.limits.max_message_size > INT_MAX ||
-        config_.limits.max_concurrent_streams > INT_MAX) {
-      return absl::InvalidArgumentError(
-          "shipper.server.max_message_size and max_concurrent_streams must be below 2GiB");
-    }
     socket_path_ = UnixSocketPath(config_.server_address);
     if (!socket_path_.empty()) {
       if (absl::Status status = ReplaceStaleSocket(socket_path_); !status.ok()) return status;
     }
     grpc::ServerBuilder builder;
     builder.SetResourceQuota(grpc_quota_);
+    // Both below INT_MAX: the config refuses more.
     builder.SetMaxReceiveMessageSize(static_cast<int>(config_.limits.max_message_size));
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                static_cast<int>(config_.limits.max_concurrent_streams));
