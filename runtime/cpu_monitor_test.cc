@@ -8,20 +8,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/eventually.h"
 #include "runtime/cgroup_fixture.h"
 #include "runtime/worker_pool.h"
 
 namespace shipper::runtime {
 namespace {
-
-template <typename F>
-bool Eventually(F condition) {
-  for (int i = 0; i < 1000; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return condition();
-}
 
 class CpuMonitorTest : public ::testing::Test {
  protected:

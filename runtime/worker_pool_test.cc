@@ -10,19 +10,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/eventually.h"
 
 namespace shipper::runtime {
 namespace {
-
-// Polls `condition` for up to 10 s.
-template <typename F>
-bool Eventually(F condition) {
-  for (int i = 0; i < 1000; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return condition();
-}
 
 // A tiny blocking queue with a deadline on Get, the way output workers use the memory queue.
 class WorkQueue {
