@@ -5,16 +5,18 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/string_view.h"
+#include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "shipper/wire_event.h"
 
 namespace shipper {
 namespace {
 
-namespace pb = elastic::agent::shipper::v1::messages;
 using Writer = event_json_internal::Writer;
-using Entry = google::protobuf::Map<std::string, pb::Value>::value_type;
+using Entry = event_json_internal::Entry;
+namespace kind = wire::value;
 
 void Key(absl::string_view key, Writer& w) { w.Str(key); }
 
@@ -27,9 +29,10 @@ void Digits(uint64_t n, int width, char* end) {
 
 // RFC 3339 in UTC with nanoseconds: 2024-05-06T07:08:09.123456789Z. Formatted by hand: it runs
 // for every event, and snprintf plus a time-zone lookup cost more than the rest of a small event.
-void Timestamp(const google::protobuf::Timestamp& ts, Writer& w) {
+void Timestamp(absl::string_view body, Writer& w) {
+  const wire::TimestampParts ts(body);
   // Days since 1970-01-01 to a civil date: Howard Hinnant's days_from_civil, inverted.
-  const int64_t seconds = ts.seconds();
+  const int64_t seconds = ts.seconds;
   int64_t days = seconds / 86400;
   int64_t rest = seconds % 86400;
   if (rest < 0) rest += 86400, days -= 1;
@@ -42,10 +45,10 @@ void Timestamp(const google::protobuf::Timestamp& ts, Writer& w) {
   const int64_t day = doy - (153 * mp + 2) / 5 + 1;
   const int64_t month = mp < 10 ? mp + 3 : mp - 9;
   const int64_t year = yoe + era * 400 + (month <= 2);
-  if (year < 0 || year > 9999 || ts.nanos() < 0 || ts.nanos() > 999999999) {
+  if (year < 0 || year > 9999 || ts.nanos < 0 || ts.nanos > 999999999) {
     // Outside what RFC 3339 can say (protobuf's Timestamp allows years 1 to 9999 only): keep the
     // raw value rather than invent a date.
-    w.String(absl::StrCat(seconds, "s+", ts.nanos(), "ns").c_str());
+    w.String(absl::StrCat(seconds, "s+", ts.nanos, "ns").c_str());
     return;
   }
   char buf[] = "0000-00-00T00:00:00.000000000Z";
@@ -55,7 +58,7 @@ void Timestamp(const google::protobuf::Timestamp& ts, Writer& w) {
   Digits(rest / 3600, 2, buf + 13);
   Digits(rest / 60 % 60, 2, buf + 16);
   Digits(rest % 60, 2, buf + 19);
-  Digits(ts.nanos(), 9, buf + 29);
+  Digits(ts.nanos, 9, buf + 29);
   w.Str({buf, sizeof buf - 1});
 }
 
@@ -67,73 +70,73 @@ void Double(double d, Writer& w) {
   }
 }
 
-void Value(const pb::Value& v, Writer& w);
+void Value(absl::string_view body, Writer& w);
 
 // Writes the entries of `s` as members of the object being written, except those whose names
 // `reserved` lists; those go to `shadowed` for the caller to keep elsewhere.
-void Members(const pb::Struct& s, absl::Span<const absl::string_view> reserved,
-             std::vector<const Entry*>* shadowed, Writer& w) {
-  for (const auto& entry : s.data()) {
-    bool clash = false;
-    for (absl::string_view r : reserved) clash |= entry.first == r;
-    if (clash) {
-      shadowed->push_back(&entry);
-      continue;
+void Members(absl::string_view s, absl::Span<const absl::string_view> reserved,
+             std::vector<Entry>* shadowed, Writer& w) {
+  wire::ForEachEntry(s, [&](absl::string_view key, absl::string_view value) {
+    for (absl::string_view r : reserved) {
+      if (key == r) {
+        shadowed->push_back({key, value});
+        return;
+      }
     }
-    Key(entry.first, w);
-    Value(entry.second, w);
-  }
-}
-
-void Struct(const pb::Struct& s, Writer& w) {
-  w.StartObject();
-  for (const auto& [key, value] : s.data()) {
     Key(key, w);
     Value(value, w);
-  }
+  });
+}
+
+void Struct(absl::string_view s, Writer& w) {
+  w.StartObject();
+  wire::ForEachEntry(s, [&](absl::string_view key, absl::string_view value) {
+    Key(key, w);
+    Value(value, w);
+  });
   w.EndObject();
 }
 
-void Value(const pb::Value& v, Writer& w) {
-  switch (v.kind_case()) {
-    case pb::Value::kNullValue:
-    case pb::Value::KIND_NOT_SET:
-      w.Null();
+void Value(absl::string_view body, Writer& w) {
+  const wire::ValueParts v(body);
+  switch (v.kind) {
+    case kind::kFloat64:
+      Double(absl::bit_cast<double>(v.scalar), w);
       break;
-    case pb::Value::kFloat64Value:
-      Double(v.float64_value(), w);
+    case kind::kFloat32:
+      Double(absl::bit_cast<float>(static_cast<uint32_t>(v.scalar)), w);
       break;
-    case pb::Value::kFloat32Value:
-      Double(v.float32_value(), w);
+    case kind::kInt32:
+      w.Int(static_cast<int32_t>(v.scalar));
       break;
-    case pb::Value::kInt32Value:
-      w.Int(v.int32_value());
+    case kind::kInt64:
+      w.Int64(static_cast<int64_t>(v.scalar));
       break;
-    case pb::Value::kInt64Value:
-      w.Int64(v.int64_value());
+    case kind::kUint32:
+      w.Uint(static_cast<uint32_t>(v.scalar));
       break;
-    case pb::Value::kUint32Value:
-      w.Uint(v.uint32_value());
+    case kind::kUint64:
+      w.Uint64(v.scalar);
       break;
-    case pb::Value::kUint64Value:
-      w.Uint64(v.uint64_value());
+    case kind::kString:
+      String(v.bytes, w);
       break;
-    case pb::Value::kStringValue:
-      String(v.string_value(), w);
+    case kind::kBool:
+      w.Bool(v.scalar != 0);
       break;
-    case pb::Value::kBoolValue:
-      w.Bool(v.bool_value());
+    case kind::kStruct:
+      Struct(v.bytes, w);
       break;
-    case pb::Value::kStructValue:
-      Struct(v.struct_value(), w);
-      break;
-    case pb::Value::kListValue:
+    case kind::kList:
       w.StartArray();
-      for (const pb::Value& item : v.list_value().values()) Value(item, w);
+      wire::ForEachItem(v.bytes, [&](absl::string_view item) { Value(item, w); });
       w.EndArray();
       break;
-    case pb::Value::kTimestampValue:
-      Timestamp(v.timestamp_value(), w);
+    case kind::kTimestamp:
+      Timestamp(v.bytes, w);
+      break;
+    default:  // null, or no kind set
+      w.Null();
       break;
   }
 }
@@ -165,53 +168,57 @@ void Writer::Str(absl::string_view s) {
 
 }  // namespace event_json_internal
 
-void AppendEventJson(const pb::Event& event, uint64_t index, rapidjson::StringBuffer* out) {
+void AppendEventJson(absl::string_view event, uint64_t index, rapidjson::StringBuffer* out) {
   EventJsonWriter(out).Append(event, index);
 }
 
-void EventJsonWriter::Append(const pb::Event& event, uint64_t index) {
+void EventJsonWriter::Append(absl::string_view event, uint64_t index) {
+  const wire::EventParts parts(event);
   Writer& w = writer_;
   w.Reset(*out_);  // keeps the level stack's memory
-  std::vector<const Entry*>& shadowed = shadowed_;
+  std::vector<Entry>& shadowed = shadowed_;
   shadowed.clear();
   w.StartObject();
   absl::string_view top_level[3] = {"@metadata"};
   size_t n = 1;
-  if (event.has_timestamp()) top_level[n++] = "@timestamp";
-  if (event.has_data_stream()) top_level[n++] = "data_stream";
-  Members(event.fields(), absl::MakeConstSpan(top_level, n), &shadowed, w);
-  if (event.has_timestamp()) {
+  if (parts.has_timestamp) top_level[n++] = "@timestamp";
+  if (parts.has_data_stream) top_level[n++] = "data_stream";
+  Members(parts.fields, absl::MakeConstSpan(top_level, n), &shadowed, w);
+  if (parts.has_timestamp) {
     Key("@timestamp", w);
-    Timestamp(event.timestamp(), w);
+    Timestamp(parts.timestamp, w);
   }
-  if (event.has_data_stream()) {
-    const pb::DataStream& ds = event.data_stream();
+  if (parts.has_data_stream) {
+    absl::string_view ds[4];  // by field number: type, dataset, namespace
+    wire::StringsByNumber(parts.data_stream, ds);
     Key("data_stream", w);
     w.StartObject();
     Key("type", w);
-    String(ds.type(), w);
+    String(ds[1], w);
     Key("dataset", w);
-    String(ds.dataset(), w);
+    String(ds[2], w);
     Key("namespace", w);
-    String(ds.namespace_(), w);
+    String(ds[3], w);
     w.EndObject();
   }
+  absl::string_view source[3];  // by field number: input_id, stream_id
+  wire::StringsByNumber(parts.source, source);
   Key("@metadata", w);
   w.StartObject();
-  Members(event.metadata(), {"input_id", "stream_id", "index", "shadowed"}, &shadowed, w);
+  Members(parts.metadata, {"input_id", "stream_id", "index", "shadowed"}, &shadowed, w);
   Key("input_id", w);
-  String(event.source().input_id(), w);
+  String(source[1], w);
   Key("stream_id", w);
-  String(event.source().stream_id(), w);
+  String(source[2], w);
   Key("index", w);
   w.Uint64(index);
   if (!shadowed.empty()) {
     // Fields and metadata entries named like the keys above, kept rather than dropped.
     Key("shadowed", w);
     w.StartObject();
-    for (const auto* entry : shadowed) {
-      Key(entry->first, w);
-      Value(entry->second, w);
+    for (const Entry& entry : shadowed) {
+      Key(entry.key, w);
+      Value(entry.value, w);
     }
     w.EndObject();
   }

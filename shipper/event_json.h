@@ -1,6 +1,7 @@
 // The JSON document of an event, as every output writes it.
 //
-// One object per event: the event's `fields` at the top level, then `@timestamp` (RFC 3339, UTC,
+// Written straight from the event's canonical wire bytes (wire_event.h), in their order. One
+// object per event: the event's `fields` at the top level, then `@timestamp` (RFC 3339, UTC,
 // nanoseconds), `data_stream` {type, dataset, namespace} when set, and `@metadata` with the
 // event's metadata plus `input_id`, `stream_id` and the queue `index`. Where a field (or metadata
 // entry) has the name of one of these keys, ours wins and that entry moves to
@@ -18,15 +19,13 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "proto/messages.pb.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
 namespace shipper {
 
-// Appends the event's JSON document and a newline to `out`.
-void AppendEventJson(const elastic::agent::shipper::v1::messages::Event& event, uint64_t index,
-                     rapidjson::StringBuffer* out);
+// Appends the JSON document of `event` (canonical wire bytes) and a newline to `out`.
+void AppendEventJson(absl::string_view event, uint64_t index, rapidjson::StringBuffer* out);
 
 namespace event_json_internal {
 
@@ -40,6 +39,12 @@ class Writer : public rapidjson::Writer<rapidjson::StringBuffer> {
   void Str(absl::string_view s);
 };
 
+// A Struct entry: its key and its Value's wire bytes.
+struct Entry {
+  absl::string_view key;
+  absl::string_view value;
+};
+
 }  // namespace event_json_internal
 
 // The same for many events into one buffer: the JSON writer and its allocations are reused from
@@ -50,16 +55,14 @@ class EventJsonWriter {
   EventJsonWriter(const EventJsonWriter&) = delete;
   EventJsonWriter& operator=(const EventJsonWriter&) = delete;
 
-  // Appends the event's JSON document and a newline to the buffer.
-  void Append(const elastic::agent::shipper::v1::messages::Event& event, uint64_t index);
+  // Appends the JSON document of `event` (canonical wire bytes) and a newline to the buffer.
+  void Append(absl::string_view event, uint64_t index);
 
  private:
-  using Entry = google::protobuf::Map<std::string,
-                                      elastic::agent::shipper::v1::messages::Value>::value_type;
 
   rapidjson::StringBuffer* const out_;
   event_json_internal::Writer writer_;
-  std::vector<const Entry*> shadowed_;  // of the event being written
+  std::vector<event_json_internal::Entry> shadowed_;  // of the event being written
 };
 
 }  // namespace shipper

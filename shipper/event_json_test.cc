@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "proto/messages.pb.h"
 #include "rapidjson/document.h"
 
 namespace shipper {
@@ -12,9 +13,10 @@ namespace {
 
 namespace pb = elastic::agent::shipper::v1::messages;
 
+// The JSON of `event` as it arrives: protobuf's encoding is canonical (wire_event.h).
 std::string Encode(const pb::Event& event, uint64_t index = 7) {
   rapidjson::StringBuffer buffer;
-  AppendEventJson(event, index, &buffer);
+  AppendEventJson(event.SerializeAsString(), index, &buffer);
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
@@ -194,10 +196,25 @@ TEST(EventJsonTest, OneWriterForManyEventsWritesWhatAppendEventJsonWrites) {
   uint64_t index = 0;
   // A shadowing event, then a plain one: nothing of the first may carry over.
   for (const pb::Event* event : {&shadowing, &plain, &shadowing, &plain}) {
-    writer.Append(*event, ++index);
+    writer.Append(event->SerializeAsString(), ++index);
     expected += Encode(*event, index);
   }
   EXPECT_EQ(std::string(buffer.GetString(), buffer.GetSize()), expected);
+}
+
+TEST(EventJsonTest, EntriesKeepTheirWireOrderAndUnknownFieldsAreSkipped) {
+  pb::Event event;
+  event.mutable_source()->set_input_id("in");
+  std::string bytes = event.SerializeAsString();
+  // fields {"b": 1, "a": 2} in that order, then an unknown varint field 9 and an unknown
+  // length-delimited field 10, as a newer client might send.
+  const std::string entry_b("\x0a\x07\x0a\x01" "b" "\x12\x02\x28\x01", 9);
+  const std::string entry_a("\x0a\x07\x0a\x01" "a" "\x12\x02\x28\x02", 9);
+  bytes += "\x2a\x12" + entry_b + entry_a + std::string("\x48\x01\x52\x01x", 5);
+  rapidjson::StringBuffer buffer;
+  AppendEventJson(bytes, 1, &buffer);
+  EXPECT_EQ(std::string(buffer.GetString(), buffer.GetSize()),
+            R"({"b":1,"a":2,"@metadata":{"input_id":"in","stream_id":"","index":1}})" "\n");
 }
 
 }  // namespace

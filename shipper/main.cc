@@ -88,7 +88,6 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  shipper::RateLimitProtobufUtf8Errors();
 
   absl::SetProgramUsageMessage(absl::StrCat(kUsage, shipper::ConfigKeysHelp()));
   absl::FlagsUsageConfig usage;

@@ -1,6 +1,7 @@
 #include "shipper/producer_service.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -8,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
-#include "google/protobuf/arena.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "shipper/metrics/shipper_metrics.h"
 
@@ -37,37 +37,43 @@ grpc::ByteBuffer Serialized(const pb::PublishReply& reply) {
 
 }  // namespace
 
-// A request and its reply on one arena, alive until its call is over and the queue has released
-// every event that points into it.
-class ProducerService::RequestArena final : public queue::EventOwner {
+// A request's bytes, its scanned events and its reply, alive until its call is over and the
+// queue has released every event that points into it.
+class ProducerService::Request final : public queue::EventOwner {
  public:
-  RequestArena() : arena_(Options()) {
-    request_ = google::protobuf::Arena::CreateMessage<pb::PublishRequest>(&arena_);
-    reply_ = google::protobuf::Arena::CreateMessage<pb::PublishReply>(&arena_);
-  }
-
   // Called once per queued event, and once by the call when it is over.
   void Release() override {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
   void AddRefs(int64_t n) { refs_.fetch_add(n, std::memory_order_relaxed); }
-  // Memory the decoded request holds: what the queue's byte limit counts.
-  size_t bytes() const { return arena_.SpaceUsed(); }
 
-  pb::PublishRequest* request() { return request_; }
-  pb::PublishReply* reply() { return reply_; }
-
- private:
-  static google::protobuf::ArenaOptions Options() {
-    google::protobuf::ArenaOptions options;
-    options.start_block_size = 4096;
-    options.max_block_size = 256 << 10;
-    return options;
+  // Takes the received bytes into one contiguous buffer (a ByteBuffer's slices end anywhere,
+  // also inside an event) and scans them.
+  absl::Status Scan(grpc::ByteBuffer* received, const RequestLimits& limits) {
+    std::vector<grpc::Slice> slices;  // references, not copies
+    if (!received->Dump(&slices).ok()) return absl::InvalidArgumentError("request unreadable");
+    size_t size = 0;
+    for (const grpc::Slice& slice : slices) size += slice.size();
+    bytes_.resize(size);
+    char* out = bytes_.data();
+    for (const grpc::Slice& slice : slices) {
+      std::memcpy(out, slice.begin(), slice.size());
+      out += slice.size();
+    }
+    slices.clear();
+    received->Clear();
+    return ScanPublishRequest(bytes_, limits, &scanned_);
   }
 
-  google::protobuf::Arena arena_;
-  pb::PublishRequest* request_;
-  pb::PublishReply* reply_;
+  const ScannedRequest& scanned() const { return scanned_; }
+  pb::PublishReply& reply() { return reply_; }
+
+ private:
+  ~Request() = default;
+
+  std::string bytes_;
+  ScannedRequest scanned_;
+  pb::PublishReply reply_;
   std::atomic<int64_t> refs_{1};
 };
 
@@ -77,7 +83,7 @@ class ProducerService::PublishCall final {
  public:
   // Asks gRPC for the next PublishEvents call.
   explicit PublishCall(ProducerService* service)
-      : service_(service), request_(new RequestArena), responder_(&context_) {
+      : service_(service), request_(new Request), responder_(&context_) {
     service->RequestPublishEvents(&context_, &bytes_, &responder_, service->cq_, service->cq_,
                                   this);
   }
@@ -94,16 +100,16 @@ class ProducerService::PublishCall final {
     const absl::Time start = absl::Now();
     const grpc::Status status = service_->Publish(context_, &bytes_, *request_);
     metrics::ShipperMetrics::Get().Published(
-        request_->request()->events_size(), request_->reply()->accepted_count(),
-        request_->reply()->accepted_index(), status.error_code(), start);
-    responder_.Finish(Serialized(*request_->reply()), status, this);
+        request_->scanned().events.size(), request_->reply().accepted_count(),
+        request_->reply().accepted_index(), status.error_code(), start);
+    responder_.Finish(Serialized(request_->reply()), status, this);
   }
 
  private:
   ProducerService* const service_;
-  RequestArena* const request_;
+  Request* const request_;
   grpc::ServerContext context_;
-  grpc::ByteBuffer bytes_;  // the request as received; empty once decoded
+  grpc::ByteBuffer bytes_;  // the request as received; empty once scanned
   grpc::ServerAsyncResponseWriter<grpc::ByteBuffer> responder_;
   bool replying_ = false;
 };
@@ -301,30 +307,19 @@ void ProducerService::FinishServing() {
 }
 
 grpc::Status ProducerService::Publish(const grpc::ServerContext& context,
-                                      grpc::ByteBuffer* bytes, RequestArena& arena) {
-  std::vector<grpc::Slice> slices;  // references, not copies, of the received bytes
-  if (!bytes->Dump(&slices).ok()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "request could not be read");
+                                      grpc::ByteBuffer* bytes, Request& request) {
+  if (absl::Status scanned = request.Scan(bytes, limits_); !scanned.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(scanned.message()));
   }
-  absl::InlinedVector<absl::string_view, 8> chunks;
-  for (const grpc::Slice& slice : slices) {
-    chunks.emplace_back(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
-  absl::Status decoded = DecodePublishRequest(chunks, limits_, arena.request());
-  slices.clear();
-  bytes->Clear();  // from here on only the decoded request holds the events
-  if (!decoded.ok()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(decoded.message()));
-  }
-  const pb::PublishRequest& request = *arena.request();
-  if (!request.uuid().empty() && request.uuid() != uuid_) {
+  const ScannedRequest& scanned = request.scanned();
+  if (!scanned.uuid.empty() && scanned.uuid != uuid_) {
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
-        absl::StrCat("request uuid '", request.uuid(), "' is not this shipper's uuid '", uuid_,
+        absl::StrCat("request uuid '", scanned.uuid, "' is not this shipper's uuid '", uuid_,
                      "': the shipper restarted; rewind to your last persisted index and "
                      "resend with the new uuid"));
   }
-  const int n = request.events_size();
+  const size_t n = scanned.events.size();
   if (n == 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "request has no events: send at least one");
@@ -333,13 +328,13 @@ grpc::Status ProducerService::Publish(const grpc::ServerContext& context,
                                    "shipper is shutting down; resend to its successor");
   if (!accepting_.load(std::memory_order_relaxed)) return shutting_down;
 
-  const uint32_t bytes_per_event =
-      static_cast<uint32_t>(std::max<size_t>(1, arena.bytes() / static_cast<size_t>(n)));
+  // Each event is its bytes (wire_event.h), which are also what it counts against the queue's
+  // byte limit.
   absl::InlinedVector<queue::Event, 64> events;
   events.reserve(n);
-  arena.AddRefs(n);
-  for (const pb::Event& event : request.events()) {
-    events.emplace_back(&event, bytes_per_event, &arena);
+  request.AddRefs(static_cast<int64_t>(n));
+  for (absl::string_view event : scanned.events) {
+    events.emplace_back(event.data(), static_cast<uint32_t>(event.size()), &request);
   }
   queue::PublishResult result = producer_->TryPublish(absl::MakeSpan(events));
   if (result.accepted == 0 && absl::IsResourceExhausted(result.status)) {
@@ -348,7 +343,7 @@ grpc::Status ProducerService::Publish(const grpc::ServerContext& context,
     result = producer_->Publish(absl::MakeSpan(events), deadline);
   }
   if (result.accepted == 0 && !accepting_.load(std::memory_order_relaxed)) return shutting_down;
-  pb::PublishReply& reply = *arena.reply();
+  pb::PublishReply& reply = request.reply();
   reply.set_uuid(uuid_);
   reply.set_accepted_count(static_cast<uint32_t>(result.accepted));
   reply.set_accepted_index(result.last_index);

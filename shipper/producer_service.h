@@ -1,16 +1,16 @@
 // The Producer gRPC service (see shared wire-api): PublishEvents puts a request's events into the
 // queue, PersistedIndex streams how far they are handed off.
 //
-// PublishEvents hands the decoded request itself to the queue: each accepted event is a pointer
-// into the request's arena, and the request is freed when its last event is acknowledged, so no
-// event is copied. When the queue is full it accepts a prefix (waiting briefly if nothing fits)
+// PublishEvents hands the request's bytes themselves to the queue: each accepted event is the
+// slice of them that encodes it (wire_event.h), never decoded into messages, and the request is
+// freed when its last event is acknowledged. When the queue is full it accepts a prefix (waiting briefly if nothing fits)
 // and the client resends the rest.
 //
 // PublishEvents, the hot path, uses gRPC's async API so that it runs on threads we size from the
 // CPU quota (a WorkerPool calling Serve()); gRPC's callback threads are sized from the host's
 // cores and cannot be bounded. PersistedIndex, which does little work, uses the callback API.
 //
-// PublishEvents takes the request as raw bytes and decodes it itself (request_validation.h), so
+// PublishEvents takes the request as raw bytes and scans it itself (request_validation.h), so
 // bad input gets INVALID_ARGUMENT saying what is wrong and which limit it broke, where gRPC's own
 // decoding answers INTERNAL "Unable to parse request" whatever the cause.
 //
@@ -66,12 +66,12 @@ class ProducerService final
  private:
   class IndexStream;
   class PublishCall;
-  class RequestArena;
+  class Request;
 
-  // Decodes `bytes` into the request, puts its events into the queue and fills the reply; the
+  // Scans `bytes` into the request, puts its events into the queue and fills the reply; the
   // status to send.
   grpc::Status Publish(const grpc::ServerContext& context, grpc::ByteBuffer* bytes,
-                       RequestArena& request);
+                       Request& request);
 
   // What a PersistedIndex stream does next; decided under mu_, done after it is released.
   enum class StreamAction { kNone, kWrite, kWriteAndFinish, kFinish };

@@ -1,165 +1,305 @@
 #include "shipper/request_validation.h"
 
 #include <algorithm>
-#include <deque>
-#include <optional>
+#include <cstring>
 #include <utility>
-#include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "glog/logging.h"
 #include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/stubs/logging.h"
-#include "google/protobuf/io/zero_copy_stream_impl.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/wire_format_lite.h"
+#include "google/protobuf/stubs/common.h"
+#include "proto/messages.pb.h"
+#include "shipper/wire_event.h"
 
 namespace shipper {
 namespace {
 
 namespace pb = elastic::agent::shipper::v1::messages;
+using wire::Field;
+using wire::Reader;
 
-// Protobuf counts every nested message against its recursion limit: an event (1) holds a
-// Struct (2) of map entries (3) of Values (4) whose Struct (5) is the second level, so a Struct
-// at level L sits at 3L - 1 and its Values at 3L + 1, a Value's Timestamp one deeper. This limit
-// lets level max + 1 parse (for ValidatePublishRequest's precise message) and nothing deeper.
-int ParseRecursionLimit(size_t max_nesting_depth) {
-  constexpr size_t kCeiling = 1 << 20;  // keeps the arithmetic in int for absurd settings
-  return static_cast<int>(3 * std::min(max_nesting_depth, kCeiling) + 5);
-}
+enum class Problem { kNone, kMalformed, kNotUtf8, kTooDeep };
 
-// The deepest level of Struct/ListValue nesting under `root` (level 1), stopping as soon as it
-// exceeds `max`: an explicit stack, never recursion.
-size_t NestingDepth(const pb::Struct& root, size_t max) {
-  struct Item {
-    const pb::Value* value;
-    size_t level;  // of the Struct or ListValue holding `value`
-  };
-  std::vector<Item> stack;
-  for (const auto& entry : root.data()) stack.push_back({&entry.second, 1});
-  size_t deepest = 1;
-  while (!stack.empty() && deepest <= max) {
-    const Item item = stack.back();
-    stack.pop_back();
-    const size_t level = item.level + 1;
-    if (item.value->has_struct_value()) {
-      deepest = std::max(deepest, level);
-      for (const auto& entry : item.value->struct_value().data()) {
-        stack.push_back({&entry.second, level});
-      }
-    } else if (item.value->has_list_value()) {
-      deepest = std::max(deepest, level);
-      for (const pb::Value& value : item.value->list_value().values()) {
-        stack.push_back({&value, level});
-      }
-    }
-  }
-  return deepest;
-}
-
-absl::Status TooManyEvents(size_t n, const RequestLimits& limits) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "request has ", n, " events, more than shipper.server.max_events_per_request (",
-      limits.max_events_per_request, "): send them in smaller requests"));
-}
-
-// The chunks as one protobuf input stream.
-class BytesStream {
+// Checks one Event's bytes against the schema, the nesting limit and UTF-8, and tells whether
+// they are canonical. Recurses once per message level; Structs and ListValues deeper than the
+// limit are refused before they are entered, so the depth is bounded by the limit.
+class EventScanner {
  public:
-  explicit BytesStream(absl::Span<const absl::string_view> chunks) {
-    for (absl::string_view chunk : chunks) {
-      streams_.push_back(&arrays_.emplace_back(chunk.data(), static_cast<int>(chunk.size())));
+  explicit EventScanner(size_t max_depth) : max_depth_(max_depth) {}
+
+  Problem Scan(absl::string_view event) {
+    canonical_ = true;
+    keys_.clear();
+    uint32_t seen = 0;
+    Reader reader(event);
+    Field field;
+    while (reader.Next(&field)) {
+      if (field.type() != wire::kLength) continue;
+      Problem p = Problem::kNone;
+      switch (field.number()) {
+        case wire::event::kTimestamp:
+          p = Timestamp(field.bytes);
+          break;
+        case wire::event::kSource:
+        case wire::event::kDataStream:
+          p = Strings(field.bytes, field.number() == wire::event::kSource ? 2 : 3);
+          break;
+        case wire::event::kMetadata:
+        case wire::event::kFields:
+          p = Struct(field.bytes, 1);
+          too_deep_in_ = field.number() == wire::event::kFields ? "fields" : "metadata";
+          break;
+        default:
+          continue;
+      }
+      if (p != Problem::kNone) return p;
+      Once(&seen, field.number());
     }
-    concatenated_.emplace(streams_.data(), static_cast<int>(streams_.size()));
+    return reader.ok() ? Problem::kNone : Problem::kMalformed;
   }
-  google::protobuf::io::ZeroCopyInputStream* stream() { return &*concatenated_; }
+
+  bool canonical() const { return canonical_; }
+  // Whether `s` is UTF-8. Most strings are ASCII: that is checked here, 8 bytes at a time and
+  // without a branch per byte; the others go to protobuf's validator.
+  static bool Utf8(absl::string_view s) {
+    const char* p = s.data();
+    const size_t n = s.size();
+    uint64_t high = 0, word;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      std::memcpy(&word, p + i, 8);
+      high |= word;
+    }
+    if (n >= 8) {
+      std::memcpy(&word, p + n - 8, 8);
+      high |= word;
+    } else {
+      for (size_t i = 0; i < n; ++i) high |= static_cast<uint8_t>(p[i]);
+    }
+    return (high & 0x8080808080808080u) == 0 ||
+           google::protobuf::internal::IsStructurallyValidUTF8(p, static_cast<int>(n));
+  }
+  // After kTooDeep: "fields" or "metadata", whichever was too deep.
+  const char* too_deep_in() const { return too_deep_in_; }
 
  private:
-  std::deque<google::protobuf::io::ArrayInputStream> arrays_;  // a deque: elements never move
-  std::vector<google::protobuf::io::ZeroCopyInputStream*> streams_;
-  std::optional<google::protobuf::io::ConcatenatingInputStream> concatenated_;
+  struct Key {
+    uint64_t hash;
+    absl::string_view name;
+    bool operator<(const Key& o) const {
+      return hash != o.hash ? hash < o.hash : name < o.name;
+    }
+  };
+
+  // A known singular field seen a second time makes the message non-canonical (protobuf would
+  // merge or override).
+  void Once(uint32_t* seen, uint32_t number) {
+    const uint32_t bit = uint32_t{1} << number;
+    if (*seen & bit) canonical_ = false;
+    *seen |= bit;
+  }
+
+  // Equal names hash equal. From the length and three bytes: it runs for every key, and names
+  // of one Struct seldom agree on all four.
+  static uint64_t Hash(absl::string_view s) {
+    if (s.empty()) return 0;
+    const auto byte = [&s](size_t i) { return static_cast<uint64_t>(static_cast<uint8_t>(s[i])); };
+    return s.size() << 24 | byte(0) << 16 | byte(s.size() / 2) << 8 | byte(s.size() - 1);
+  }
+
+  // Whether keys_[from..] holds a name twice; pairwise for few keys, sorted for many.
+  bool Duplicates(size_t from) {
+    const auto begin = keys_.begin() + static_cast<std::ptrdiff_t>(from);
+    const size_t n = keys_.size() - from;
+    if (n > 16) {
+      std::sort(begin, keys_.end());
+      for (auto it = begin + 1; it < keys_.end(); ++it) {
+        if (it->hash == (it - 1)->hash && it->name == (it - 1)->name) return true;
+      }
+      return false;
+    }
+    for (auto a = begin; a < keys_.end(); ++a) {
+      for (auto b = a + 1; b < keys_.end(); ++b) {
+        if (a->hash == b->hash && a->name == b->name) return true;
+      }
+    }
+    return false;
+  }
+
+  Problem Timestamp(absl::string_view body) {
+    uint32_t seen = 0;
+    Reader reader(body);
+    Field field;
+    while (reader.Next(&field)) {
+      if (field.type() == wire::kVarint && (field.number() == 1 || field.number() == 2)) {
+        Once(&seen, field.number());
+      }
+    }
+    return reader.ok() ? Problem::kNone : Problem::kMalformed;
+  }
+
+  // Source or DataStream: string fields 1..`count`.
+  Problem Strings(absl::string_view body, uint32_t count) {
+    uint32_t seen = 0;
+    Reader reader(body);
+    Field field;
+    while (reader.Next(&field)) {
+      if (field.type() != wire::kLength || field.number() > count) continue;
+      if (!Utf8(field.bytes)) return Problem::kNotUtf8;
+      Once(&seen, field.number());
+    }
+    return reader.ok() ? Problem::kNone : Problem::kMalformed;
+  }
+
+  // A Struct at nesting `level`.
+  Problem Struct(absl::string_view body, size_t level) {
+    if (level > max_depth_) return Problem::kTooDeep;
+    const size_t first_key = keys_.size();
+    Reader reader(body);
+    Field field;
+    while (reader.Next(&field)) {
+      if (field.number() != 1 || field.type() != wire::kLength) continue;
+      if (Problem p = Entry(field.bytes, level); p != Problem::kNone) return p;
+    }
+    if (!reader.ok()) return Problem::kMalformed;
+    if (Duplicates(first_key)) canonical_ = false;
+    keys_.resize(first_key);
+    return Problem::kNone;
+  }
+
+  Problem Entry(absl::string_view body, size_t level) {
+    uint32_t seen = 0;
+    absl::string_view key;
+    Reader reader(body);
+    Field field;
+    while (reader.Next(&field)) {
+      if (field.type() != wire::kLength || (field.number() != 1 && field.number() != 2)) continue;
+      Once(&seen, field.number());
+      if (field.number() == 1) {
+        if (!Utf8(field.bytes)) return Problem::kNotUtf8;
+        key = field.bytes;
+      } else if (Problem p = Value(field.bytes, level); p != Problem::kNone) {
+        return p;
+      }
+    }
+    if (!reader.ok()) return Problem::kMalformed;
+    keys_.push_back({Hash(key), key});
+    return Problem::kNone;
+  }
+
+  // A Value held by a Struct or ListValue at nesting `level`.
+  Problem Value(absl::string_view body, size_t level) {
+    bool has_kind = false;
+    Reader reader(body);
+    Field field;
+    while (reader.Next(&field)) {
+      const uint32_t kind = field.number();
+      if (kind < wire::value::kNull || kind > wire::value::kTimestamp ||
+          field.type() != wire::ValueWireType(kind)) {
+        continue;
+      }
+      if (has_kind) canonical_ = false;  // the oneof's last kind would win
+      has_kind = true;
+      Problem p = Problem::kNone;
+      switch (kind) {
+        case wire::value::kString:
+          p = Utf8(field.bytes) ? Problem::kNone : Problem::kNotUtf8;
+          break;
+        case wire::value::kStruct:
+          p = Struct(field.bytes, level + 1);
+          break;
+        case wire::value::kList:
+          p = List(field.bytes, level + 1);
+          break;
+        case wire::value::kTimestamp:
+          p = Timestamp(field.bytes);
+          break;
+      }
+      if (p != Problem::kNone) return p;
+    }
+    return reader.ok() ? Problem::kNone : Problem::kMalformed;
+  }
+
+  Problem List(absl::string_view body, size_t level) {
+    if (level > max_depth_) return Problem::kTooDeep;
+    Reader reader(body);
+    Field field;
+    while (reader.Next(&field)) {
+      if (field.number() != 1 || field.type() != wire::kLength) continue;
+      if (Problem p = Value(field.bytes, level); p != Problem::kNone) return p;
+    }
+    return reader.ok() ? Problem::kNone : Problem::kMalformed;
+  }
+
+  const size_t max_depth_;
+  bool canonical_ = true;
+  const char* too_deep_in_ = nullptr;
+  std::vector<Key> keys_;  // of the Structs being scanned, innermost last
 };
 
-// How many `events` fields (number 2, length-delimited) the request's top level holds, skipping
-// over each without decoding it. Stops at the first malformed field: decoding then refuses it.
-size_t CountEvents(absl::Span<const absl::string_view> chunks) {
-  using google::protobuf::internal::WireFormatLite;
-  BytesStream bytes(chunks);
-  google::protobuf::io::CodedInputStream coded(bytes.stream());
-  size_t events = 0;
-  while (const uint32_t tag = coded.ReadTag()) {
-    uint64_t varint;
-    uint32_t length;
-    switch (WireFormatLite::GetTagWireType(tag)) {
-      case WireFormatLite::WIRETYPE_VARINT:
-        if (!coded.ReadVarint64(&varint)) return events;
-        break;
-      case WireFormatLite::WIRETYPE_FIXED64:
-        if (!coded.Skip(8)) return events;
-        break;
-      case WireFormatLite::WIRETYPE_FIXED32:
-        if (!coded.Skip(4)) return events;
-        break;
-      case WireFormatLite::WIRETYPE_LENGTH_DELIMITED:
-        if (!coded.ReadVarint32(&length) || !coded.Skip(static_cast<int>(length))) return events;
-        events += WireFormatLite::GetTagFieldNumber(tag) == 2;
-        break;
-      default:  // groups: not in this message
-        return events;
-    }
-  }
-  return events;
+// Protobuf's encoding of what protobuf decodes from a valid, non-canonical event.
+std::string Rewritten(absl::string_view event, size_t max_depth) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(event.data()),
+                                            static_cast<int>(event.size()));
+  // An event (1) holds a Struct (2) of entries (3) of Values (4) whose Struct (5) is the second
+  // level: level L's Values sit at 3L + 1, their Timestamps one deeper.
+  in.SetRecursionLimit(static_cast<int>(3 * max_depth + 5));
+  pb::Event decoded;
+  // The scan accepted the bytes, so protobuf does too.
+  decoded.ParseFromCodedStream(&in);
+  return decoded.SerializeAsString();
+}
+
+absl::Status NotAPublishRequest(absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("request is not a valid PublishRequest: ", what));
 }
 
 }  // namespace
 
-absl::Status DecodePublishRequest(absl::Span<const absl::string_view> chunks,
-                                  const RequestLimits& limits, pb::PublishRequest* request) {
-  const size_t events = CountEvents(chunks);
-  if (events > limits.max_events_per_request) return TooManyEvents(events, limits);
-  BytesStream bytes(chunks);
-  google::protobuf::io::CodedInputStream coded(bytes.stream());
-  coded.SetRecursionLimit(ParseRecursionLimit(limits.max_nesting_depth));
-  if (!request->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "request is not a valid PublishRequest: truncated or not protobuf, a string that is "
-        "not UTF-8 (use valid UTF-8 in every string and map key), or Struct/ListValue nested "
-        "far deeper than shipper.server.max_nesting_depth (",
-        limits.max_nesting_depth, ")"));
-  }
-  return ValidatePublishRequest(*request, limits);
-}
-
-void RateLimitProtobufUtf8Errors() {
-  google::protobuf::SetLogHandler([](google::protobuf::LogLevel level, const char* file,
-                                     int line, const std::string& message) {
-    if (absl::StrContains(message, "invalid UTF-8")) {
-      LOG_EVERY_N(WARNING, 1000) << "protobuf (1 in 1000 shown): " << message;
-    } else if (level >= google::protobuf::LOGLEVEL_ERROR) {
-      LOG(ERROR) << "protobuf " << file << ":" << line << ": " << message;
-    } else {
-      LOG(INFO) << "protobuf " << file << ":" << line << ": " << message;
+absl::Status ScanPublishRequest(absl::string_view bytes, const RequestLimits& limits,
+                                ScannedRequest* out) {
+  EventScanner scanner(limits.max_nesting_depth);
+  size_t count = 0;
+  Reader reader(bytes);
+  Field field;
+  while (reader.Next(&field)) {
+    if (field.type() != wire::kLength) continue;
+    if (field.number() == 1) {
+      if (!EventScanner::Utf8(field.bytes)) {
+        return NotAPublishRequest("its uuid is not UTF-8");
+      }
+      out->uuid = field.bytes;
+      continue;
     }
-  });
-}
-
-absl::Status ValidatePublishRequest(const pb::PublishRequest& request,
-                                    const RequestLimits& limits) {
-  const size_t n = static_cast<size_t>(request.events_size());
-  if (n > limits.max_events_per_request) return TooManyEvents(n, limits);
-  for (size_t i = 0; i < n; ++i) {
-    const pb::Event& event = request.events(static_cast<int>(i));
-    for (const auto& [name, root] : {std::pair{"fields", &event.fields()},
-                                     std::pair{"metadata", &event.metadata()}}) {
-      const size_t depth = NestingDepth(*root, limits.max_nesting_depth);
-      if (depth > limits.max_nesting_depth) {
+    // Past the limit, events are only counted, for the refusal to say how many there were.
+    if (field.number() != 2 || ++count > limits.max_events_per_request) continue;
+    const size_t i = count - 1;
+    switch (scanner.Scan(field.bytes)) {
+      case Problem::kNone:
+        break;
+      case Problem::kMalformed:
+        return NotAPublishRequest(absl::StrCat("event ", i, " is truncated or not protobuf"));
+      case Problem::kNotUtf8:
+        return NotAPublishRequest(
+            absl::StrCat("event ", i, " has a string that is not UTF-8 (use valid UTF-8 in every "
+                         "string and map key)"));
+      case Problem::kTooDeep:
         return absl::InvalidArgumentError(absl::StrCat(
-            "event ", i, ": ", name, " nest Struct/ListValue more than "
+            "event ", i, ": ", scanner.too_deep_in(), " nest Struct/ListValue more than "
             "shipper.server.max_nesting_depth (", limits.max_nesting_depth,
             ") levels deep: flatten the event"));
-      }
     }
+    if (scanner.canonical()) {
+      out->events.push_back(field.bytes);
+    } else {
+      out->events.push_back(
+          out->rewritten.emplace_back(Rewritten(field.bytes, limits.max_nesting_depth)));
+    }
+  }
+  if (!reader.ok()) return NotAPublishRequest("truncated or not protobuf");
+  if (count > limits.max_events_per_request) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request has ", count, " events, more than shipper.server.max_events_per_request (",
+        limits.max_events_per_request, "): send them in smaller requests"));
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
-// What a PublishRequest must satisfy before its events enter the queue, and how its bytes are
-// decoded so that hostile input costs bounded time, memory and stack.
+// What a PublishRequest must satisfy before its events enter the queue, checked on its wire
+// bytes without decoding them into messages (see wire_event.h), so that hostile input costs
+// bounded time, memory and stack.
 //
 // Every refusal is INVALID_ARGUMENT with a message that names the limit's config key (or says
 // why the bytes are not a PublishRequest), for the service to return to the client as is.
@@ -9,44 +10,39 @@
 #define SHIPPER_SHIPPER_REQUEST_VALIDATION_H_
 
 #include <cstddef>
+#include <deque>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "absl/types/span.h"
-#include "proto/messages.pb.h"
 
 namespace shipper {
 
 struct RequestLimits {
   size_t max_events_per_request = 65536;  // shipper.server.max_events_per_request
   size_t max_nesting_depth = 64;          // shipper.server.max_nesting_depth
+  // The most max_nesting_depth may be set to: the scan recurses once per level.
+  static constexpr size_t kMaxNestingDepthCeiling = 1000;
 };
 
-// Decodes a request from its bytes, given in order as `chunks` (a gRPC ByteBuffer's slices, or
-// one buffer), and validates it with ValidatePublishRequest. Before decoding, it counts the
-// events on the wire and refuses more than max_events_per_request, so that millions of tiny
-// events cost no allocation each. Protobuf's parser recurses once per nested message and refuses
-// more than its recursion limit (100 by default, which a Struct reaches at about 32 levels,
-// before max_nesting_depth's default of 64); this parses with a limit just above what
-// max_nesting_depth allows, so validation gives the precise refusal and anything far deeper stops
-// the parser early. Truncated or non-protobuf bytes and strings that are not UTF-8 get one
-// message that lists these causes.
-absl::Status DecodePublishRequest(absl::Span<const absl::string_view> chunks,
-                                  const RequestLimits& limits,
-                                  elastic::agent::shipper::v1::messages::PublishRequest* request);
+// A request's events, each as the wire bytes of one Event in canonical form (wire_event.h).
+struct ScannedRequest {
+  absl::string_view uuid;                 // the last uuid field, as protobuf would keep
+  std::vector<absl::string_view> events;  // into the scanned bytes, or into `rewritten`
+  // Events that were valid but not canonical (a repeated singular field, a Value with two
+  // kinds, a Struct key twice: what no ordinary client sends), decoded by protobuf and
+  // encoded anew so that they mean exactly what protobuf makes of them.
+  std::deque<std::string> rewritten;
+};
 
-// Refuses a request with more events than max_events_per_request or an event whose fields or
-// metadata nest Struct/ListValue deeper than max_nesting_depth (the event's fields are level 1).
-// Walks values iteratively: no recursion however deep the message.
-absl::Status ValidatePublishRequest(
-    const elastic::agent::shipper::v1::messages::PublishRequest& request,
-    const RequestLimits& limits);
-
-// Protobuf logs an ERROR line for every non-UTF-8 string it parses, and any client can send
-// those (DecodePublishRequest refuses them): this routes protobuf's log through glog, keeping one
-// such line in 1000 and every other message. Replaces protobuf's process-wide log handler: call
-// once, at start.
-void RateLimitProtobufUtf8Errors();
+// Scans the serialized PublishRequest `bytes`: refuses more events than max_events_per_request
+// (counted without reading them), bytes that are not a PublishRequest (truncated, malformed), a
+// string or map key that is not UTF-8, and fields or metadata nesting Struct/ListValue deeper
+// than max_nesting_depth (the event's fields are level 1). On success `out` holds views into
+// `bytes`, which must outlive them. `out` must be empty.
+absl::Status ScanPublishRequest(absl::string_view bytes, const RequestLimits& limits,
+                                ScannedRequest* out);
 
 }  // namespace shipper
 

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/arena.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "proto/messages.pb.h"
 
 namespace shipper {
 namespace {
@@ -59,16 +60,20 @@ std::string DeepRequestBytes(size_t depth) {
   return std::string(reversed.rbegin(), reversed.rend());
 }
 
-absl::Status Decode(const std::string& bytes, const RequestLimits& limits,
-                    pb::PublishRequest* request) {
-  const absl::string_view chunks[] = {bytes};
-  return DecodePublishRequest(chunks, limits, request);
+absl::Status Scan(const std::string& bytes, const RequestLimits& limits,
+                  ScannedRequest* out = nullptr) {
+  ScannedRequest scratch;
+  return ScanPublishRequest(bytes, limits, out != nullptr ? out : &scratch);
 }
 
-// Decodes (which validates) as the service does.
 absl::Status RoundTrip(const pb::PublishRequest& sent, const RequestLimits& limits) {
-  pb::PublishRequest received;
-  return Decode(sent.SerializeAsString(), limits, &received);
+  return Scan(sent.SerializeAsString(), limits);
+}
+
+pb::Event Parsed(absl::string_view bytes) {
+  pb::Event event;
+  EXPECT_TRUE(event.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+  return event;
 }
 
 TEST(RequestValidationTest, AcceptsOrdinaryRequests) {
@@ -109,35 +114,87 @@ TEST(RequestValidationTest, NestingUpToTheLimitPassesOneMoreIsRefused) {
   }
 }
 
-TEST(RequestValidationTest, EventsAreCountedBeforeDecodingAcrossChunks) {
+TEST(RequestValidationTest, EventsPastTheLimitAreCountedNotRead) {
   pb::PublishRequest request;
   request.set_uuid("u");
   for (int i = 0; i < 5; ++i) {
     (*request.add_events()->mutable_fields()->mutable_data())["n"].set_int64_value(i);
   }
-  const std::string bytes = request.SerializeAsString();
+  std::string bytes = request.SerializeAsString();
   RequestLimits limits;
   limits.max_events_per_request = 4;
-  // Split mid-field, as a ByteBuffer's slices may be.
-  for (size_t cut : {size_t{1}, size_t{5}, bytes.size() / 2, bytes.size() - 1}) {
-    const absl::string_view chunks[] = {absl::string_view(bytes).substr(0, cut),
-                                        absl::string_view(bytes).substr(cut)};
-    pb::PublishRequest decoded;
-    absl::Status status = DecodePublishRequest(chunks, limits, &decoded);
-    EXPECT_THAT(status.message(), HasSubstr("request has 5 events")) << "cut at " << cut;
-    EXPECT_EQ(decoded.events_size(), 0) << "refused before decoding";
-    limits.max_events_per_request = 5;
-    EXPECT_TRUE(DecodePublishRequest(chunks, limits, &decoded).ok());
-    EXPECT_EQ(decoded.events_size(), 5);
-    limits.max_events_per_request = 4;
-  }
-  // A million empty events: refused from the count, nothing decoded.
+  EXPECT_THAT(Scan(bytes, limits).message(), HasSubstr("request has 5 events"));
+  // Past the limit events are not read: a malformed one is not what the refusal is about.
+  bytes += std::string("\x12\x02\xff\xff", 4);
+  EXPECT_THAT(Scan(bytes, limits).message(), HasSubstr("request has 6 events"));
+  // A million empty events.
   std::string tiny;
   for (int i = 0; i < 1000000; ++i) tiny += std::string("\x12\x00", 2);
-  pb::PublishRequest decoded;
-  EXPECT_THAT(Decode(tiny, RequestLimits{}, &decoded).message(),
+  EXPECT_THAT(Scan(tiny, RequestLimits{}).message(),
               HasSubstr("1000000 events, more than shipper.server.max_events_per_request (65536)"));
-  EXPECT_EQ(decoded.events_size(), 0);
+}
+
+TEST(RequestValidationTest, CanonicalEventsAreTheReceivedBytesThemselves) {
+  pb::PublishRequest request;
+  request.set_uuid("first");
+  for (int i = 0; i < 3; ++i) {
+    pb::Event* event = request.add_events();
+    event->mutable_timestamp()->set_seconds(i);
+    event->mutable_source()->set_input_id("in");
+    auto& fields = *event->mutable_fields()->mutable_data();
+    for (int k = 0; k < 40; ++k) fields[absl::StrCat("key", k)].set_int64_value(k);
+    (*fields["nested"].mutable_struct_value()->mutable_data())["key1"].set_bool_value(true);
+  }
+  std::string bytes = request.SerializeAsString();
+  bytes += std::string("\x0a\x04last", 6);  // a second uuid: protobuf keeps the last
+  ScannedRequest scanned;
+  ASSERT_TRUE(Scan(bytes, RequestLimits{}, &scanned).ok());
+  EXPECT_EQ(scanned.uuid, "last");
+  ASSERT_EQ(scanned.events.size(), 3u);
+  EXPECT_TRUE(scanned.rewritten.empty());
+  for (int i = 0; i < 3; ++i) {
+    const absl::string_view event = scanned.events[i];
+    EXPECT_GE(event.data(), bytes.data());
+    EXPECT_LE(event.data() + event.size(), bytes.data() + bytes.size());
+    EXPECT_EQ(event, request.events(i).SerializeAsString());
+  }
+}
+
+TEST(RequestValidationTest, NonCanonicalEventsMeanWhatProtobufMakesOfThem) {
+  // Field `tag` (a tag byte) holding `body`.
+  auto field = [](char tag, absl::string_view body) {
+    std::string out(1, tag);
+    for (size_t n = body.size(); ; n >>= 7) {
+      out.push_back(static_cast<char>((n & 0x7F) | (n > 0x7F ? 0x80 : 0)));
+      if (n <= 0x7F) break;
+    }
+    return absl::StrCat(out, body);
+  };
+  auto entry = [&](absl::string_view key, absl::string_view value) {
+    return field('\x0a', field('\x0a', key) + field('\x12', value));  // Struct.data {key, value}
+  };
+  auto fields = [&](absl::string_view entries) { return field('\x2a', entries); };
+  const std::string int1("\x28\x01", 2), int2("\x28\x02", 2), str("\x42\x01x", 3);
+  std::string many;
+  for (int k = 0; k < 20; ++k) many += entry(absl::StrCat("k", k), int1);
+  const std::string cases[] = {
+      fields(entry("a", int1) + entry("b", int1) + entry("a", int2)),  // a key twice
+      fields(entry("a", int1 + str)),                                  // a Value with two kinds
+      fields(entry("a", int1)) + fields(entry("b", int2)),             // fields twice: merged
+      fields(many + entry("k7", int2)),                                // twice among many keys
+      std::string("\x0a\x02\x08\x01\x0a\x02\x10\x05", 8),             // timestamp twice
+  };
+  for (const std::string& event : cases) {
+    SCOPED_TRACE(::testing::PrintToString(event));
+    const std::string request = field('\x12', event);
+    ScannedRequest scanned;
+    ASSERT_TRUE(Scan(request, RequestLimits{}, &scanned).ok());
+    ASSERT_EQ(scanned.events.size(), 1u);
+    ASSERT_EQ(scanned.rewritten.size(), 1u);
+    EXPECT_EQ(scanned.events[0], scanned.rewritten[0]);
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(Parsed(scanned.events[0]),
+                                                                  Parsed(event)));
+  }
 }
 
 TEST(RequestValidationTest, MetadataIsLimitedToo) {
@@ -151,44 +208,37 @@ TEST(RequestValidationTest, MetadataIsLimitedToo) {
 
 TEST(RequestValidationTest, TenThousandLevelsAreRefusedWhileParsing) {
   const std::string bytes = DeepRequestBytes(10000);
-  pb::PublishRequest request;
-  absl::Status status = Decode(bytes, RequestLimits{}, &request);
+  absl::Status status = Scan(bytes, RequestLimits{});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("shipper.server.max_nesting_depth (64)"));
   // The hand-made bytes are right: with a limit above their depth they parse and validate.
   const std::string shallow = DeepRequestBytes(5);
   RequestLimits limits;
   limits.max_nesting_depth = 5;
-  EXPECT_TRUE(Decode(shallow, limits, &request).ok());
+  EXPECT_TRUE(Scan(shallow, limits).ok());
   limits.max_nesting_depth = 4;
-  EXPECT_THAT(Decode(shallow, limits, &request).message(), HasSubstr("fields nest"));
-}
-
-TEST(RequestValidationTest, ValidationOfADeepInMemoryMessageDoesNotRecurse) {
-  // Built without parsing (as a bug elsewhere could): validation must still not overflow. On an
-  // arena, so that freeing it does not recurse either.
-  google::protobuf::Arena arena;
-  auto* request = google::protobuf::Arena::CreateMessage<pb::PublishRequest>(&arena);
-  FillNested(100000, true, request->add_events());
-  absl::Status status = ValidatePublishRequest(*request, RequestLimits{});
-  EXPECT_THAT(status.message(), HasSubstr("max_nesting_depth (64)"));
+  EXPECT_THAT(Scan(shallow, limits).message(), HasSubstr("fields nest"));
 }
 
 TEST(RequestValidationTest, GarbageTruncationAndBadUtf8AreRefused) {
   pb::PublishRequest good;
   (*good.add_events()->mutable_fields()->mutable_data())["message"].set_string_value("hello");
   const std::string bytes = good.SerializeAsString();
-  pb::PublishRequest request;
   for (const std::string& bad :
        {bytes.substr(0, bytes.size() - 3), std::string("\xff\xff\xff\xff\xff\xff", 6),
         std::string("\x12\x7f", 2)}) {
-    absl::Status status = Decode(bad, RequestLimits{}, &request);
+    absl::Status status = Scan(bad, RequestLimits{});
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(status.message(), HasSubstr("not a valid PublishRequest"));
   }
   std::string bad_utf8 = bytes;
   bad_utf8.replace(bad_utf8.find("hello"), 5, "h\xc3\x28lo");
-  EXPECT_THAT(Decode(bad_utf8, RequestLimits{}, &request).message(), HasSubstr("not UTF-8"));
+  EXPECT_THAT(Scan(bad_utf8, RequestLimits{}).message(), HasSubstr("event 0 has a string that is not UTF-8"));
+  pb::PublishRequest bad_uuid;
+  bad_uuid.set_uuid("ok");
+  std::string uuid_bytes = bad_uuid.SerializeAsString();
+  uuid_bytes[3] = '\xff';
+  EXPECT_THAT(Scan(uuid_bytes, RequestLimits{}).message(), HasSubstr("uuid is not UTF-8"));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #include "shipper/output/batch_json.h"
 
-#include "proto/messages.pb.h"
+#include "shipper/wire_event.h"
 
 namespace shipper {
 
@@ -8,8 +8,7 @@ void BatchJson::Encode(const queue::Batch& batch) {
   buffer_.Clear();
   ends_.clear();
   for (size_t i = 0; i < batch.size(); ++i) {
-    writer_.Append(batch.event(i).As<elastic::agent::shipper::v1::messages::Event>(),
-                   batch.first_index() + i);
+    writer_.Append(wire::Bytes(batch.event(i)), batch.first_index() + i);
     ends_.push_back(buffer_.GetSize());
   }
 }

@@ -20,8 +20,8 @@ namespace shipper {
 
 class BatchJson {
  public:
-  // Encodes every event of `batch` (each an elastic.agent.shipper.v1.messages.Event), replacing
-  // what was encoded before.
+  // Encodes every event of `batch` (each an Event's wire bytes, wire_event.h), replacing what
+  // was encoded before.
   void Encode(const queue::Batch& batch);
 
   size_t size() const { return ends_.size(); }

@@ -8,11 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
-#include "proto/messages.pb.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "shipper/event_json.h"
 #include "shipper/output/file_util.h"
+#include "shipper/wire_event.h"
 
 namespace shipper {
 
@@ -35,8 +35,8 @@ absl::Status DeadLetters::Record(const queue::Batch& batch, absl::Span<const Rej
   rapidjson::StringBuffer document;
   for (const Rejection& r : rejected) {
     document.Clear();
-    AppendEventJson(batch.event(r.position).As<elastic::agent::shipper::v1::messages::Event>(),
-                    batch.first_index() + r.position, &document);
+    AppendEventJson(wire::Bytes(batch.event(r.position)), batch.first_index() + r.position,
+                    &document);
     rapidjson::Writer<rapidjson::StringBuffer> w(lines);
     w.StartObject();
     w.Key("reason");

@@ -1,43 +1,49 @@
 #include "shipper/output/field_format.h"
 
+#include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "shipper/wire_event.h"
 
 namespace shipper {
 namespace {
 
-namespace pb = elastic::agent::shipper::v1::messages;
+namespace kind = wire::value;
 
-// The scalar at `path` inside `s`, written out; nullopt when missing or not a scalar.
-std::optional<std::string> Lookup(const pb::Struct& s, const std::vector<std::string>& path,
+// The scalar at `path` (from path[from] on) inside the Struct `s`, written out; nullopt when
+// missing or not a scalar.
+std::optional<std::string> Lookup(absl::string_view s, const std::vector<std::string>& path,
                                   size_t from) {
-  const pb::Struct* current = &s;
+  absl::string_view current = s;
   for (size_t i = from; i < path.size(); ++i) {
-    auto it = current->data().find(path[i]);
-    if (it == current->data().end()) return std::nullopt;
-    const pb::Value& v = it->second;
+    std::optional<absl::string_view> found;
+    wire::ForEachEntry(current, [&](absl::string_view key, absl::string_view value) {
+      if (key == path[i]) found = value;
+    });
+    if (!found) return std::nullopt;
+    const wire::ValueParts v(*found);
     if (i + 1 < path.size()) {
-      if (v.kind_case() != pb::Value::kStructValue) return std::nullopt;
-      current = &v.struct_value();
+      if (v.kind != kind::kStruct) return std::nullopt;
+      current = v.bytes;
       continue;
     }
-    switch (v.kind_case()) {
-      case pb::Value::kStringValue:
-        return v.string_value();
-      case pb::Value::kInt32Value:
-        return absl::StrCat(v.int32_value());
-      case pb::Value::kInt64Value:
-        return absl::StrCat(v.int64_value());
-      case pb::Value::kUint32Value:
-        return absl::StrCat(v.uint32_value());
-      case pb::Value::kUint64Value:
-        return absl::StrCat(v.uint64_value());
-      case pb::Value::kFloat32Value:
-        return absl::StrCat(v.float32_value());
-      case pb::Value::kFloat64Value:
-        return absl::StrCat(v.float64_value());
-      case pb::Value::kBoolValue:
-        return std::string(v.bool_value() ? "true" : "false");
+    switch (v.kind) {
+      case kind::kString:
+        return std::string(v.bytes);
+      case kind::kInt32:
+        return absl::StrCat(static_cast<int32_t>(v.scalar));
+      case kind::kInt64:
+        return absl::StrCat(static_cast<int64_t>(v.scalar));
+      case kind::kUint32:
+        return absl::StrCat(static_cast<uint32_t>(v.scalar));
+      case kind::kUint64:
+        return absl::StrCat(v.scalar);
+      case kind::kFloat32:
+        return absl::StrCat(absl::bit_cast<float>(static_cast<uint32_t>(v.scalar)));
+      case kind::kFloat64:
+        return absl::StrCat(absl::bit_cast<double>(v.scalar));
+      case kind::kBool:
+        return std::string(v.scalar != 0 ? "true" : "false");
       default:
         return std::nullopt;
     }
@@ -45,23 +51,28 @@ std::optional<std::string> Lookup(const pb::Struct& s, const std::vector<std::st
   return std::nullopt;
 }
 
-std::optional<std::string> NonEmpty(const std::string& s) {
+std::optional<std::string> NonEmpty(absl::string_view s) {
   if (s.empty()) return std::nullopt;
-  return s;
+  return std::string(s);
 }
 
-std::optional<std::string> Resolve(const pb::Event& event, const std::vector<std::string>& path) {
+std::optional<std::string> Resolve(absl::string_view event, const std::vector<std::string>& path) {
+  const wire::EventParts parts(event);
   if (path.size() == 2 && path[0] == "data_stream") {
-    if (path[1] == "type") return NonEmpty(event.data_stream().type());
-    if (path[1] == "dataset") return NonEmpty(event.data_stream().dataset());
-    if (path[1] == "namespace") return NonEmpty(event.data_stream().namespace_());
+    absl::string_view ds[4];  // by field number: type, dataset, namespace
+    wire::StringsByNumber(parts.data_stream, ds);
+    if (path[1] == "type") return NonEmpty(ds[1]);
+    if (path[1] == "dataset") return NonEmpty(ds[2]);
+    if (path[1] == "namespace") return NonEmpty(ds[3]);
   }
   if (path.size() == 2 && path[0] == "source") {
-    if (path[1] == "input_id") return NonEmpty(event.source().input_id());
-    if (path[1] == "stream_id") return NonEmpty(event.source().stream_id());
+    absl::string_view source[3];  // by field number: input_id, stream_id
+    wire::StringsByNumber(parts.source, source);
+    if (path[1] == "input_id") return NonEmpty(source[1]);
+    if (path[1] == "stream_id") return NonEmpty(source[2]);
   }
-  if (path.size() > 1 && path[0] == "@metadata") return Lookup(event.metadata(), path, 1);
-  return Lookup(event.fields(), path, 0);
+  if (path.size() > 1 && path[0] == "@metadata") return Lookup(parts.metadata, path, 1);
+  return Lookup(parts.fields, path, 0);
 }
 
 }  // namespace
@@ -103,7 +114,7 @@ absl::StatusOr<FieldFormat> FieldFormat::Parse(absl::string_view format,
   return result;
 }
 
-absl::StatusOr<std::string> FieldFormat::Format(const pb::Event& event) const {
+absl::StatusOr<std::string> FieldFormat::Format(absl::string_view event) const {
   std::string out;
   for (const Part& part : parts_) {
     if (part.path.empty()) {

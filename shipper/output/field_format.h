@@ -18,7 +18,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "proto/messages.pb.h"
 
 namespace shipper {
 
@@ -27,10 +26,9 @@ class FieldFormat {
   // INVALID_ARGUMENT, naming `setting`, for an unterminated or empty reference.
   static absl::StatusOr<FieldFormat> Parse(absl::string_view format, absl::string_view setting);
 
-  // The string for `event`. NOT_FOUND names the field when a reference without a default is
+  // The string for `event` (canonical wire bytes, wire_event.h). NOT_FOUND names the field when a reference without a default is
   // missing or not a scalar.
-  absl::StatusOr<std::string> Format(
-      const elastic::agent::shipper::v1::messages::Event& event) const;
+  absl::StatusOr<std::string> Format(absl::string_view event) const;
 
  private:
   struct Part {

@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/messages.pb.h"
 
 namespace shipper {
 namespace {
@@ -26,7 +27,7 @@ pb::Event TestEvent() {
 std::string Format(absl::string_view format) {
   absl::StatusOr<FieldFormat> f = FieldFormat::Parse(format, "test.key");
   EXPECT_TRUE(f.ok()) << f.status();
-  absl::StatusOr<std::string> s = f->Format(TestEvent());
+  absl::StatusOr<std::string> s = f->Format(TestEvent().SerializeAsString());
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *s : "";
 }
@@ -48,7 +49,7 @@ TEST(FieldFormatTest, DefaultsStandInForMissingFields) {
 TEST(FieldFormatTest, MissingFieldWithoutDefaultIsNotFound) {
   absl::StatusOr<FieldFormat> f = FieldFormat::Parse("k-%{[kubernetes.pod]}", "test.key");
   ASSERT_TRUE(f.ok());
-  absl::StatusOr<std::string> s = f->Format(TestEvent());
+  absl::StatusOr<std::string> s = f->Format(TestEvent().SerializeAsString());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(s.status().message(), HasSubstr("kubernetes.pod"));
 }

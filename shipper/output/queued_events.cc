@@ -6,14 +6,20 @@
 namespace shipper {
 
 QueuedEvents::QueuedEvents(std::vector<elastic::agent::shipper::v1::messages::Event> events)
-    : events_(std::move(events)) {
+    : events_(std::move(events)), bytes_([this] {
+        std::vector<std::string> bytes;
+        for (const auto& event : events_) bytes.push_back(event.SerializeAsString());
+        return bytes;
+      }()) {
   queue::Options options;
   options.max_events = events_.size() + 1;
   options.max_bytes = 0;
   queue_ = *queue::Queue::Create(options);
   producer_ = queue_->NewProducer(nullptr);
   std::vector<queue::Event> handles;
-  for (const auto& event : events_) handles.emplace_back(&event, 100, nullptr);
+  for (const std::string& event : bytes_) {
+    handles.emplace_back(event.data(), static_cast<uint32_t>(event.size()), nullptr);
+  }
   CHECK_EQ(producer_->TryPublish(absl::MakeSpan(handles)).accepted, events_.size());
 }
 

@@ -5,6 +5,7 @@
 #define SHIPPER_SHIPPER_OUTPUT_QUEUED_EVENTS_H_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "proto/messages.pb.h"
@@ -14,7 +15,8 @@ namespace shipper {
 
 class QueuedEvents {
  public:
-  // Publishes `events` into a fresh queue large enough for all of them; the first gets index 1.
+  // Publishes `events`, as their wire bytes, into a fresh queue large enough for all of them; the
+  // first gets index 1.
   explicit QueuedEvents(std::vector<elastic::agent::shipper::v1::messages::Event> events);
 
   // The next up to `max` events as a batch (empty when none are left).
@@ -27,6 +29,7 @@ class QueuedEvents {
 
  private:
   const std::vector<elastic::agent::shipper::v1::messages::Event> events_;
+  const std::vector<std::string> bytes_;  // of each event
   std::unique_ptr<queue::Queue> queue_;
   std::unique_ptr<queue::Producer> producer_;
 };

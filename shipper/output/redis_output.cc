@@ -14,14 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "hiredis/hiredis.h"
-#include "proto/messages.pb.h"
 #include "shipper/output/batch_json.h"
 #include "shipper/output/field_format.h"
+#include "shipper/wire_event.h"
 
 namespace shipper {
 namespace {
-
-namespace pb = elastic::agent::shipper::v1::messages;
 
 struct Host {
   std::string name;  // as configured, for messages
@@ -74,7 +72,7 @@ class RedisOutput final : public Output {
     std::vector<size_t> sent;  // positions of the events whose commands are pipelined
     sent.reserve(batch.size());
     for (size_t i = 0; i < batch.size(); ++i) {
-      absl::StatusOr<std::string> key = key_.Format(batch.event(i).As<pb::Event>());
+      absl::StatusOr<std::string> key = key_.Format(wire::Bytes(batch.event(i)));
       if (!key.ok()) {
         rejected->push_back({i, std::string(key.status().message())});
         continue;

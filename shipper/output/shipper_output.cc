@@ -13,6 +13,7 @@
 #include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/producer.grpc.pb.h"
+#include "shipper/wire_event.h"
 
 namespace shipper {
 namespace {
@@ -56,7 +57,10 @@ class ShipperOutput final : public Output {
       request->set_uuid(uuid);
       size_t bytes = 0;
       for (size_t i = next; i < batch.size() && (i == next || bytes < kMaxRequestBytes); ++i) {
-        *request->add_events() = batch.event(i).As<pb::Event>();
+        // The event's bytes as they are: an unknown field numbered like `events` is written
+        // out exactly as an Event entry, with no decoding and encoding on the way.
+        request->GetReflection()->MutableUnknownFields(request)->AddLengthDelimited(
+            2, std::string(wire::Bytes(batch.event(i))));
         bytes += batch.event(i).bytes();
       }
       pb::PublishReply reply;

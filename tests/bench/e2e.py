@@ -2,10 +2,14 @@
 """End-to-end benchmark: Shipper against the transport-and-decoding limit, in one run.
 
 For each event shape, shipper_load sends the same number of events to
-  (a) null_server              -- decodes and replies at once, persisted at once: the limit,
+  (a) null_server              -- decodes as Shipper does (the scan of the wire bytes,
+                                  shipper/request_validation.h) and replies at once, persisted at
+                                  once: the limit,
   (b) Shipper, discard output  -- the whole pipeline, output counts and drops,
   (c) Shipper, file output     -- the whole pipeline, output writes files,
-and, for context, null_server --decode=envelope ("transport": events counted, not decoded),
+and, for context, null_server --decode=envelope ("transport": events counted, not decoded) and
+null_server --decode=full ("protobuf": every event parsed into protobuf messages, as Shipper did
+before it kept events as wire bytes),
 each a fresh process, and prints one JSON line per run:
 
   {"name": "e2e/<target>/<shape>", "events_per_sec": ..., "null_server_events_per_sec": ...,
@@ -118,7 +122,7 @@ class Bench:
 
     # --- processes -------------------------------------------------------------------------
 
-    def start_null(self, name, decode="full"):
+    def start_null(self, name, decode="scan"):
         return Server(name, [self.o.null_server, "--listen=127.0.0.1:0", "--decode=" + decode],
                       self.workdir)
 
@@ -177,6 +181,8 @@ class Bench:
             server = self.start_null(name)
         elif target == "transport":
             server = self.start_null(name, decode="envelope")
+        elif target == "protobuf":
+            server = self.start_null(name, decode="full")
         else:
             server = self.start_shipper(name, output=target)
         try:
@@ -204,7 +210,7 @@ class Bench:
         results = {}
         for shape in self.o.shapes:
             targets = [t for t in self.o.targets
-                       if t in ("null", "transport") or self.o.shipper]
+                       if t in ("null", "transport", "protobuf") or self.o.shipper]
             # Repetitions interleave the targets, so that a burst of load from other processes
             # hurts all of them alike; each target reports its best run.
             runs = {t: [] for t in targets}
@@ -404,9 +410,11 @@ def main():
     ap.add_argument("--shipper_load", default=os.environ.get("SHIPPER_LOAD_BIN", ""))
     ap.add_argument("--config", default=os.environ.get("SHIPPER_CONFIG", ""),
                     help="YAML config passed with -c (default: none, only -E overrides)")
-    ap.add_argument("--targets", default="null,transport,discard,file",
-                    help="null: null_server (full decode, the baseline); transport: null_server "
-                         "--decode=envelope (no event decoding); discard, file: Shipper outputs")
+    ap.add_argument("--targets", default="null,transport,protobuf,discard,file",
+                    help="null: null_server (Shipper's scan, the baseline); transport: "
+                         "null_server --decode=envelope (no event decoding); protobuf: "
+                         "null_server --decode=full (protobuf messages); discard, file: Shipper "
+                         "outputs")
     ap.add_argument("--shapes", default="filebeat,tiny,large")
     ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",
                     help="events per run, per shape")

@@ -120,7 +120,7 @@ TEST_F(PublishTest, EveryEventArrivesOnceAndIntact) {
     ASSERT_TRUE(index_by_seq.emplace(seq, index).second) << "event " << seq << " twice";
     // The document must be exactly what the encoder makes of the event that was sent.
     rapidjson::StringBuffer expected_json;
-    AppendEventJson(TestEvent(seq), index, &expected_json);
+    AppendEventJson(TestEvent(seq).SerializeAsString(), index, &expected_json);
     rapidjson::Document expected;
     expected.Parse(expected_json.GetString(), expected_json.GetSize() - 1);
     ASSERT_TRUE(doc == expected) << "event " << seq << " changed:\n" << line;

@@ -1,14 +1,17 @@
 // Fuzz target: the bytes of a PublishRequest as a client sends them, through the service's own
-// decode and validation, then every event through the JSON encoder that all outputs use. Finds
-// crashes (and, with sanitizers, memory errors) on hostile input, and checks that every encoded
-// event is one valid JSON object on one line.
+// scan, then every event through the JSON encoder that all outputs use. Finds crashes (and, with
+// sanitizers, memory errors) on hostile input, checks that every encoded event is one valid JSON
+// object on one line, and checks the scan against protobuf's parser: what the scan accepts,
+// protobuf parses, and each queued event means what protobuf made of it.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 
-#include "google/protobuf/arena.h"
-#include "google/protobuf/stubs/logging.h"
 #include "absl/strings/string_view.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/stubs/logging.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "proto/messages.pb.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
 #include "shipper/event_json.h"
@@ -25,6 +28,25 @@ void CheckJsonObject(const char* line, size_t size) {
   if (doc.HasParseError() || !doc.IsObject()) abort();
 }
 
+bool Parse(absl::string_view bytes, google::protobuf::Message* message) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetRecursionLimit(1000);  // deeper than the scan's default limit allows
+  return message->ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+// The message's bytes with maps in key order: equal for equal messages, NaNs included.
+std::string Deterministic(const google::protobuf::Message& message) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+
 }  // namespace
 
 // Protobuf logs an ERROR for every string that is not UTF-8: at fuzzing speed that is noise.
@@ -35,14 +57,20 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (64 << 20)) return 0;  // the server's default max_message_size refuses it earlier
-  google::protobuf::Arena arena;
-  auto* request = google::protobuf::Arena::CreateMessage<pb::PublishRequest>(&arena);
-  // Two chunks, as a gRPC ByteBuffer may hold a request in several slices.
   const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
-  const absl::string_view chunks[] = {bytes.substr(0, size / 2), bytes.substr(size / 2)};
-  if (!shipper::DecodePublishRequest(chunks, shipper::RequestLimits{}, request).ok()) return 0;
+  shipper::ScannedRequest scanned;
+  if (!shipper::ScanPublishRequest(bytes, shipper::RequestLimits{}, &scanned).ok()) return 0;
+  pb::PublishRequest parsed;
+  if (!Parse(bytes, &parsed) || parsed.uuid() != scanned.uuid ||
+      static_cast<size_t>(parsed.events_size()) != scanned.events.size()) {
+    abort();
+  }
   uint64_t index = 0;
-  for (const pb::Event& event : request->events()) {
+  for (absl::string_view event : scanned.events) {
+    pb::Event queued;
+    if (!Parse(event, &queued) || Deterministic(queued) != Deterministic(parsed.events(index))) {
+      abort();
+    }
     rapidjson::StringBuffer out;
     shipper::AppendEventJson(event, ++index, &out);
     const char* json = out.GetString();

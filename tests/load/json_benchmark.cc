@@ -20,14 +20,18 @@ namespace msg = ::elastic::agent::shipper::v1::messages;
 void BM_AppendEventJson(benchmark::State& state) {
   const EventShape shape = static_cast<EventShape>(state.range(0));
   const bool one_writer = state.range(1) != 0;
-  std::vector<msg::Event> events(256);
-  for (size_t i = 0; i < events.size(); ++i) MakeEvent(shape, i, &events[i]);
+  std::vector<std::string> events(256);  // wire bytes, as queued
+  for (size_t i = 0; i < events.size(); ++i) {
+    msg::Event event;
+    MakeEvent(shape, i, &event);
+    events[i] = event.SerializeAsString();
+  }
   rapidjson::StringBuffer out;
   EventJsonWriter writer(&out);
   size_t i = 0;
   for (auto _ : state) {
     out.Clear();
-    const msg::Event& event = events[++i % events.size()];
+    const std::string& event = events[++i % events.size()];
     if (one_writer) {
       writer.Append(event, i);
     } else {

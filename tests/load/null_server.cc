@@ -27,6 +27,7 @@
 #include "grpcpp/support/message_allocator.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "proto/producer.grpc.pb.h"
+#include "shipper/request_validation.h"
 
 namespace shipper::load {
 namespace {
@@ -291,13 +292,15 @@ class AsyncDecodingService final
   std::vector<std::thread> threads_;
 };
 
-// Envelope decoding: reads the uuid and counts the events fields, skipping their bytes. What a
-// server that keeps events opaque would pay: the transport limit without protobuf decoding.
-class EnvelopeService final
+// Decoding from the raw bytes. kScan: Shipper's scan (request_validation.h) of the bytes made
+// contiguous, as Shipper does. kEnvelope: reads the uuid and counts the events fields, skipping
+// their bytes: the transport limit without decoding.
+class RawService final
     : public v1::Producer::WithRawCallbackMethod_PublishEvents<
           v1::Producer::WithCallbackMethod_PersistedIndex<v1::Producer::Service>> {
  public:
-  explicit EnvelopeService(ProducerService* core) : core_(core) {}
+  RawService(ProducerService* core, NullServerOptions::Decode decode)
+      : core_(core), decode_(decode) {}
 
   grpc::ServerUnaryReactor* PublishEvents(grpc::CallbackServerContext* context,
                                           const grpc::ByteBuffer* request,
@@ -305,7 +308,8 @@ class EnvelopeService final
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     std::string uuid;
     uint32_t events = 0;
-    if (!ScanEnvelope(request, &uuid, &events)) {
+    if (!(decode_ == NullServerOptions::Decode::kScan ? Scan(request, &uuid, &events)
+                                                      : ScanEnvelope(request, &uuid, &events))) {
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                    "the request is not a valid PublishRequest"));
       return reactor;
@@ -327,6 +331,20 @@ class EnvelopeService final
   }
 
  private:
+  static bool Scan(const grpc::ByteBuffer* buffer, std::string* uuid, uint32_t* events) {
+    std::vector<grpc::Slice> slices;
+    if (!buffer->Dump(&slices).ok()) return false;
+    std::string bytes;
+    for (const grpc::Slice& slice : slices) {
+      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    ScannedRequest scanned;
+    if (!ScanPublishRequest(bytes, RequestLimits{}, &scanned).ok()) return false;
+    *uuid = std::string(scanned.uuid);
+    *events = static_cast<uint32_t>(scanned.events.size());
+    return true;
+  }
+
   static bool ScanEnvelope(const grpc::ByteBuffer* buffer, std::string* uuid, uint32_t* events) {
     grpc::ProtoBufferReader reader(const_cast<grpc::ByteBuffer*>(buffer));
     google::protobuf::io::CodedInputStream in(&reader);
@@ -347,6 +365,7 @@ class EnvelopeService final
   }
 
   ProducerService* const core_;
+  const NullServerOptions::Decode decode_;
 };
 
 IndexStream::IndexStream(ProducerService* service, absl::Duration interval)
@@ -436,8 +455,8 @@ class NullServerImpl final : public NullServer {
  public:
   explicit NullServerImpl(const NullServerOptions& options)
       : options_(options), service_(options) {
-    if (options.decode == NullServerOptions::Decode::kEnvelope) {
-      grpc_service_ = std::make_unique<EnvelopeService>(&service_);
+    if (options.decode != NullServerOptions::Decode::kFull) {
+      grpc_service_ = std::make_unique<RawService>(&service_, options.decode);
     } else if (options.api == NullServerOptions::Api::kAsync) {
       auto async = std::make_unique<AsyncDecodingService>(&service_);
       async_ = async.get();

@@ -1,7 +1,7 @@
 // A Producer server with no queue and no output: the transport-and-decoding limit.
 //
-// PublishEvents decodes the request (gRPC parses the full PublishRequest), checks the uuid like
-// Shipper does, gives the events the next indexes and replies at once; every accepted event counts
+// PublishEvents decodes the request (by default as Shipper does, see Decode), checks the uuid
+// like Shipper does, gives the events the next indexes and replies at once; every accepted event counts
 // as persisted immediately, and PersistedIndex streams report it as Shipper would (one reply at
 // once, then on each change, at most once per polling_interval; a zero interval gives one reply).
 // Benchmarks divide Shipper's throughput by this server's, measured in the same run.
@@ -25,10 +25,12 @@ struct NullServerOptions {
   uint32_t max_accept_per_call = 0;
   // Parse requests into a per-call arena (what a tuned server would do).
   bool use_arena = true;
-  // kFull parses every event (the transport-and-decoding limit, the benchmarks' baseline);
-  // kEnvelope only reads the uuid and counts events (the transport limit alone).
-  enum class Decode { kFull, kEnvelope };
-  Decode decode = Decode::kFull;
+  // kScan checks every event on its wire bytes with Shipper's own ScanPublishRequest (the
+  // transport-and-decoding limit, the benchmarks' baseline); kFull parses every event into
+  // protobuf messages (what a server decoding with protobuf pays); kEnvelope only reads the uuid
+  // and counts events (the transport limit alone).
+  enum class Decode { kScan, kFull, kEnvelope };
+  Decode decode = Decode::kScan;
   // How full decoding is served: the callback API (gRPC's threads) or the async API with
   // async_threads completion-queue threads (0: one per core), as Shipper serves PublishEvents.
   enum class Api { kCallback, kAsync };

@@ -21,8 +21,9 @@ ABSL_FLAG(std::string, api, "async",
           "full decoding served by the async API (completion-queue threads, one per core) or "
           "the callback API");
 ABSL_FLAG(int, async_threads, 0, "completion-queue threads for --api=async (0: one per core)");
-ABSL_FLAG(std::string, decode, "full",
-          "full: parse every event (the baseline); envelope: read the uuid and count events only");
+ABSL_FLAG(std::string, decode, "scan",
+          "scan: check every event on its wire bytes as Shipper does (the baseline); full: parse "
+          "every event into protobuf messages; envelope: read the uuid and count events only");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("A Producer server that accepts and persists everything at once.");
@@ -50,8 +51,10 @@ int main(int argc, char** argv) {
   const std::string decode = absl::GetFlag(FLAGS_decode);
   if (decode == "envelope") {
     options.decode = shipper::load::NullServerOptions::Decode::kEnvelope;
-  } else if (decode != "full") {
-    std::cerr << "null_server: --decode must be full or envelope, not " << decode << "\n";
+  } else if (decode == "full") {
+    options.decode = shipper::load::NullServerOptions::Decode::kFull;
+  } else if (decode != "scan") {
+    std::cerr << "null_server: --decode must be scan, full or envelope, not " << decode << "\n";
     return 1;
   }
   auto server = shipper::load::NullServer::Start(options);

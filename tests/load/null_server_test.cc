@@ -91,6 +91,7 @@ INSTANTIATE_TEST_SUITE_P(
     Decodes, NullServerTest,
     ::testing::Values(Serving{NullServerOptions::Decode::kFull, NullServerOptions::Api::kAsync},
                       Serving{NullServerOptions::Decode::kFull, NullServerOptions::Api::kCallback},
+                      Serving{NullServerOptions::Decode::kScan, NullServerOptions::Api::kCallback},
                       Serving{NullServerOptions::Decode::kEnvelope,
                               NullServerOptions::Api::kCallback}));
 

@@ -80,7 +80,7 @@ TEST(RedisOutputTest, TwoHundredThousandEventsArriveIntact) {
     ASSERT_TRUE(seqs.insert(seq).second) << "event " << seq << " twice";
     // Exactly the document the file output writes for this event.
     rapidjson::StringBuffer expected_json;
-    AppendEventJson(TestEvent(seq), doc["@metadata"]["index"].GetUint64(), &expected_json);
+    AppendEventJson(TestEvent(seq).SerializeAsString(), doc["@metadata"]["index"].GetUint64(), &expected_json);
     rapidjson::Document expected;
     expected.Parse(expected_json.GetString(), expected_json.GetSize() - 1);
     ASSERT_TRUE(doc == expected) << "event " << seq << " changed:\n" << item;

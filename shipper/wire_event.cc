@@ -1,0 +1,56 @@
+#include "shipper/wire_event.h"
+
+namespace shipper::wire {
+
+EventParts::EventParts(absl::string_view event) {
+  Reader reader(event);
+  Field field;
+  while (reader.Next(&field)) {
+    if (field.type() != kLength) continue;
+    switch (field.number()) {
+      case event::kTimestamp:
+        has_timestamp = true;
+        timestamp = field.bytes;
+        break;
+      case event::kSource:
+        source = field.bytes;
+        break;
+      case event::kDataStream:
+        has_data_stream = true;
+        data_stream = field.bytes;
+        break;
+      case event::kMetadata:
+        metadata = field.bytes;
+        break;
+      case event::kFields:
+        fields = field.bytes;
+        break;
+    }
+  }
+}
+
+ValueParts::ValueParts(absl::string_view value) {
+  Reader reader(value);
+  Field field;
+  while (reader.Next(&field)) {
+    if (field.number() < value::kNull || field.number() > value::kTimestamp ||
+        field.type() != ValueWireType(field.number())) {
+      continue;
+    }
+    kind = field.number();
+    scalar = field.scalar;
+    bytes = field.bytes;
+  }
+}
+
+TimestampParts::TimestampParts(absl::string_view timestamp) {
+  Reader reader(timestamp);
+  Field field;
+  while (reader.Next(&field)) {
+    if (field.type() != kVarint) continue;
+    if (field.number() == 1) seconds = static_cast<int64_t>(field.scalar);
+    if (field.number() == 2) nanos = static_cast<int32_t>(field.scalar);
+  }
+}
+
+}  // namespace shipper::wire
