@@ -450,6 +450,14 @@ absl::StatusOr<Config> Validate(Config config) {
         "config: shipper.server.max_message_size and shipper.server.max_concurrent_streams must "
         "be below 2GiB (gRPC's limit)");
   }
+  // Requests are checked by recursing once per level (request_validation.h): this bounds the
+  // stack that takes.
+  constexpr size_t kMaxNestingDepthCeiling = 1000;
+  if (config.limits.max_nesting_depth > kMaxNestingDepthCeiling) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config: shipper.server.max_nesting_depth must be at most ", kMaxNestingDepthCeiling,
+        " (every level costs stack while a request is checked)"));
+  }
   if (config.backoff_max < config.backoff_init) {
     return absl::InvalidArgumentError(absl::StrCat(
         "config: shipper.output.backoff.max (", absl::FormatDuration(config.backoff_max),

@@ -277,6 +277,9 @@ shipper.server:
               HasSubstr("'shipper.server.max_message_size'"));
   EXPECT_THAT(Error("shipper.server.socket_mode: rw"), HasSubstr("octal permissions"));
   EXPECT_THAT(Error("shipper.server.max_message_size: 2GiB"), HasSubstr("below 2GiB"));
+  EXPECT_THAT(Error("shipper.server.max_nesting_depth: 1001"),
+              HasSubstr("shipper.server.max_nesting_depth must be at most 1000"));
+  EXPECT_TRUE(Parse("shipper.server.max_nesting_depth: 1000").ok());
 }
 
 TEST(ConfigTest, SslKeys) {

@@ -21,9 +21,7 @@ namespace shipper {
 
 struct RequestLimits {
   size_t max_events_per_request = 65536;  // shipper.server.max_events_per_request
-  size_t max_nesting_depth = 64;          // shipper.server.max_nesting_depth
-  // The most max_nesting_depth may be set to: the scan recurses once per level.
-  static constexpr size_t kMaxNestingDepthCeiling = 1000;
+  size_t max_nesting_depth = 64;          // shipper.server.max_nesting_depth (config: <= 1000)
 };
 
 // A request's events, each as the wire bytes of one Event in canonical form (wire_event.h).
@@ -39,7 +37,8 @@ struct ScannedRequest {
 // Scans the serialized PublishRequest `bytes`: refuses more events than max_events_per_request
 // (counted without reading them), bytes that are not a PublishRequest (truncated, malformed), a
 // string or map key that is not UTF-8, and fields or metadata nesting Struct/ListValue deeper
-// than max_nesting_depth (the event's fields are level 1). On success `out` holds views into
+// than max_nesting_depth (the event's fields are level 1); it recurses a few frames per level of
+// nesting, so the depth allowed bounds its stack. On success `out` holds views into
 // `bytes`, which must outlive them. `out` must be empty.
 absl::Status ScanPublishRequest(absl::string_view bytes, const RequestLimits& limits,
                                 ScannedRequest* out);
