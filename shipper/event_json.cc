@@ -145,24 +145,67 @@ void Value(absl::string_view body, Writer& w) {
 
 namespace event_json_internal {
 
-void Writer::Str(absl::string_view s) {
-  // What rapidjson escapes from UTF-8 to UTF-8: control characters, '"' and '\\'.
-  static constexpr std::array<bool, 256> kPlain = [] {
-    std::array<bool, 256> plain{};
-    for (int c = 0; c < 256; ++c) plain[c] = c >= 0x20 && c != '"' && c != '\\';
-    return plain;
-  }();
-  for (const char c : s) {
-    if (!kPlain[static_cast<unsigned char>(c)]) {
-      String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-      return;
-    }
+namespace {
+
+// What rapidjson escapes from UTF-8 to UTF-8: control characters, '"' and '\\'.
+constexpr std::array<bool, 256> kPlain = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0; c < 256; ++c) plain[c] = c >= 0x20 && c != '"' && c != '\\';
+  return plain;
+}();
+
+// The position of the first byte from `i` on that needs an escape, or n. Eight bytes at a time:
+// in each word, flags bytes below 0x20 and bytes equal to '"' or '\\' (the lowest flag is
+// exact, which is the one taken).
+size_t PlainUntil(const char* p, size_t i, size_t n) {
+  constexpr uint64_t kOnes = 0x0101010101010101u, kHigh = 0x8080808080808080u;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    std::memcpy(&x, p + i, 8);
+    const uint64_t quote = x ^ (kOnes * '"'), backslash = x ^ (kOnes * '\\');
+    const uint64_t flags = ((x - kOnes * 0x20) & ~x) | ((quote - kOnes) & ~quote) |
+                           ((backslash - kOnes) & ~backslash);
+    if (flags & kHigh) return i + static_cast<size_t>(__builtin_ctzll(flags & kHigh) / 8);
   }
+  while (i < n && kPlain[static_cast<uint8_t>(p[i])]) ++i;
+  return i;
+}
+
+// rapidjson's escape of a byte that kPlain refuses.
+size_t Escape(uint8_t c, char* out) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  out[0] = '\\';
+  switch (c) {
+    case '"': out[1] = '"'; return 2;
+    case '\\': out[1] = '\\'; return 2;
+    case '\b': out[1] = 'b'; return 2;
+    case '\f': out[1] = 'f'; return 2;
+    case '\n': out[1] = 'n'; return 2;
+    case '\r': out[1] = 'r'; return 2;
+    case '\t': out[1] = 't'; return 2;
+  }
+  std::memcpy(out + 1, "u00", 3);
+  out[4] = kHex[c >> 4];
+  out[5] = kHex[c & 15];
+  return 6;
+}
+
+}  // namespace
+
+void Writer::Str(absl::string_view s) {
   Prefix(rapidjson::kStringType);
-  char* out = os_->Push(s.size() + 2);
-  out[0] = '"';
-  std::memcpy(out + 1, s.data(), s.size());
-  out[s.size() + 1] = '"';
+  const size_t n = s.size();
+  os_->Put('"');
+  for (size_t i = 0; i < n;) {
+    const size_t plain = PlainUntil(s.data(), i, n);
+    if (plain > i) std::memcpy(os_->Push(plain - i), s.data() + i, plain - i);
+    if (plain == n) break;
+    char escaped[6];
+    const size_t length = Escape(static_cast<uint8_t>(s[plain]), escaped);
+    std::memcpy(os_->Push(length), escaped, length);
+    i = plain + 1;
+  }
+  os_->Put('"');
   EndValue(true);
 }
 

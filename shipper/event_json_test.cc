@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "proto/messages.pb.h"
 #include "rapidjson/document.h"
@@ -162,9 +163,14 @@ TEST(EventJsonTest, ClashingNamesAreShadowedNotLostOrDuplicated) {
 }
 
 TEST(EventJsonTest, StringsAreWrittenAsRapidjsonEscapesThem) {
-  // The writer copies strings without escapes whole; the result must not differ from
-  // rapidjson's byte-by-byte escaping, for keys and values alike.
-  for (const std::string s : {std::string(), std::string("plain ascii"),
+  // The writer copies runs without escapes whole, a word at a time; the result must not differ
+  // from rapidjson's byte-by-byte escaping, for keys and values alike, wherever in a word the
+  // escapes fall.
+  std::string every_byte;
+  for (int c = 0; c < 256; ++c) every_byte += absl::StrCat("0123456789abcdef", std::string(1, c));
+  for (const std::string s : {std::string(), std::string("plain ascii"), every_byte,
+                              std::string("\"\"\"\"\"\"\"\"\"\\\\\\\\\\"),
+                              std::string("GET \"/api/v1/items?id=1 HTTP/1.1\" 200 \"curl\""),
                               std::string("quote \" here"), std::string("back\\slash"),
                               std::string("ctrl \x01 \x1f \n \t"), std::string("del \x7f"),
                               std::string("utf-8 é 日本 \xf0\x9f\x98\x80"),
