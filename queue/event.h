@@ -2,7 +2,7 @@
 //
 // The queue never knows what an event is. It holds a pointer, the event's size in bytes (for the
 // byte limit) and the EventOwner that keeps the pointed-to memory alive. One owner typically
-// backs many events (a whole decoded request) and frees itself after its last Release().
+// backs many events (a whole received request) and frees itself after its last Release().
 //
 // Thread safety: an Event is a value, used by one thread at a time. EventOwner::Release() may be
 // called from any thread, so owners count their references atomically.

@@ -245,7 +245,7 @@ const std::vector<Key>& Keys() {
           [](Draft& d) -> ClientAuthentication& { return d.config.ssl.client_authentication; }),
       Size("shipper.queue.mem.events", "queue capacity in events", 1, false,
            [](Draft& d) -> size_t& { return d.config.queue.max_events; }),
-      Size("shipper.queue.mem.bytes", "queue capacity in bytes of decoded events (0: none)", 0,
+      Size("shipper.queue.mem.bytes", "queue capacity in bytes of events as received (0: none)", 0,
            true, [](Draft& d) -> size_t& { return d.config.queue.max_bytes; }),
       Size("shipper.queue.mem.flush.min_events",
            "buffered loop: events to gather before a batch is handed out (<= 1: direct loop)", 0,

@@ -122,7 +122,7 @@ enum : uint32_t {
 };
 }
 
-// The wire type a known field must have; value::kNull..kTimestamp are Value's, others by message.
+// The wire type of Value's field `kind` (value::kNull..value::kTimestamp).
 constexpr WireType ValueWireType(uint32_t kind) {
   return kind == value::kFloat64   ? kFixed64
          : kind == value::kFloat32 ? kFixed32
