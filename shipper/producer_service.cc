@@ -54,15 +54,15 @@ class ProducerService::Request final : public queue::EventOwner {
     if (!received->Dump(&slices).ok()) return absl::InvalidArgumentError("request unreadable");
     size_t size = 0;
     for (const grpc::Slice& slice : slices) size += slice.size();
-    bytes_.resize(size);
-    char* out = bytes_.data();
+    bytes_.reset(new char[size]);  // not zeroed: every byte is written next
+    char* out = bytes_.get();
     for (const grpc::Slice& slice : slices) {
       std::memcpy(out, slice.begin(), slice.size());
       out += slice.size();
     }
     slices.clear();
     received->Clear();
-    return ScanPublishRequest(bytes_, limits, &scanned_);
+    return ScanPublishRequest({bytes_.get(), size}, limits, &scanned_);
   }
 
   const ScannedRequest& scanned() const { return scanned_; }
@@ -71,7 +71,7 @@ class ProducerService::Request final : public queue::EventOwner {
  private:
   ~Request() = default;
 
-  std::string bytes_;
+  std::unique_ptr<char[]> bytes_;
   ScannedRequest scanned_;
   pb::PublishReply reply_;
   std::atomic<int64_t> refs_{1};

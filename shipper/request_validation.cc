@@ -24,7 +24,9 @@ enum class Problem { kNone, kMalformed, kNotUtf8, kTooDeep };
 // limit are refused before they are entered, so the depth is bounded by the limit.
 class EventScanner {
  public:
-  explicit EventScanner(size_t max_depth) : max_depth_(max_depth) {}
+  // `request`: the whole buffer the events lie in.
+  EventScanner(absl::string_view request, size_t max_depth)
+      : end_(request.data() + request.size()), max_depth_(max_depth) {}
 
   Problem Scan(absl::string_view event) {
     canonical_ = true;
@@ -58,21 +60,28 @@ class EventScanner {
   }
 
   bool canonical() const { return canonical_; }
-  // Whether `s` is UTF-8. Most strings are ASCII: that is checked here, 8 bytes at a time and
-  // without a branch per byte; the others go to protobuf's validator.
-  static bool Utf8(absl::string_view s) {
+  // Whether `s`, which lies in the request, is UTF-8. Most strings are ASCII: that is checked
+  // here, 8 bytes at a time and without a branch per byte (a short string is read as one word
+  // with the bytes after it masked off, when the request goes on that far); the others go to
+  // protobuf's validator.
+  bool Utf8(absl::string_view s) const {
     const char* p = s.data();
     const size_t n = s.size();
     uint64_t high = 0, word;
-    for (size_t i = 0; i + 8 <= n; i += 8) {
-      std::memcpy(&word, p + i, 8);
-      high |= word;
-    }
-    if (n >= 8) {
-      std::memcpy(&word, p + n - 8, 8);
-      high |= word;
+    if (n < 8 && end_ - p >= 8) {
+      std::memcpy(&word, p, 8);
+      high = word & ((uint64_t{1} << (8 * n)) - 1);  // little endian: s is the low n bytes
     } else {
-      for (size_t i = 0; i < n; ++i) high |= static_cast<uint8_t>(p[i]);
+      for (size_t i = 0; i + 8 <= n; i += 8) {
+        std::memcpy(&word, p + i, 8);
+        high |= word;
+      }
+      if (n >= 8) {
+        std::memcpy(&word, p + n - 8, 8);
+        high |= word;
+      } else {
+        for (size_t i = 0; i < n; ++i) high |= static_cast<uint8_t>(p[i]);
+      }
     }
     return (high & 0x8080808080808080u) == 0 ||
            google::protobuf::internal::IsStructurallyValidUTF8(p, static_cast<int>(n));
@@ -229,6 +238,7 @@ class EventScanner {
     return reader.ok() ? Problem::kNone : Problem::kMalformed;
   }
 
+  const char* const end_;  // of the request
   const size_t max_depth_;
   bool canonical_ = true;
   const char* too_deep_in_ = nullptr;
@@ -257,14 +267,14 @@ absl::Status NotAPublishRequest(absl::string_view what) {
 
 absl::Status ScanPublishRequest(absl::string_view bytes, const RequestLimits& limits,
                                 ScannedRequest* out) {
-  EventScanner scanner(limits.max_nesting_depth);
+  EventScanner scanner(bytes, limits.max_nesting_depth);
   size_t count = 0;
   Reader reader(bytes);
   Field field;
   while (reader.Next(&field)) {
     if (field.type() != wire::kLength) continue;
     if (field.number() == 1) {
-      if (!EventScanner::Utf8(field.bytes)) {
+      if (!scanner.Utf8(field.bytes)) {
         return NotAPublishRequest("its uuid is not UTF-8");
       }
       out->uuid = field.bytes;
