@@ -20,8 +20,9 @@ event; with --reps > 1 the targets' runs are interleaved and each reports its be
 null target, the null server's), rss_mb its peak RSS (VmHWM).
 
 Then:
-  {"name": "e2e/latency_at_half_load", ...}         Shipper (discard, buffered loop) at half of the
-                                                    discard/filebeat maximum; publish -> persisted
+  {"name": "e2e/latency_at_half_load", ...}         Shipper (discard, buffered loop) at half of its
+                                                    discard/filebeat maximum at the latency runs'
+                                                    batch size (measured first); publish -> persisted
   {"name": "e2e/latency_at_half_load/direct", ...}  the same with the direct loop
   {"name": "idle_cpu", "cpu_percent": ...}          Shipper with clients attached, no traffic, 10 s
 
@@ -173,10 +174,10 @@ class Bench:
 
     # --- benchmarks ------------------------------------------------------------------------
 
-    def throughput(self, target, shape):
+    def throughput(self, target, shape, batch=None):
         """One run of `shape` against a fresh `target`; returns the load result plus server figures."""
         name = "e2e/%s/%s" % (target, shape)
-        events, batch = self.o.events[shape], self.o.batch[shape]
+        events, batch = self.o.events[shape], batch or self.o.batch[shape]
         if target == "null":
             server = self.start_null(name)
         elif target == "transport":
@@ -207,7 +208,6 @@ class Bench:
         return r
 
     def run_throughput(self):
-        results = {}
         for shape in self.o.shapes:
             targets = [t for t in self.o.targets
                        if t in ("null", "transport", "protobuf") or self.o.shipper]
@@ -267,17 +267,22 @@ class Bench:
                 if "output_bytes" in r:
                     record["output_bytes_on_disk"] = r["output_bytes"]
                 emit(record)
-                results[(target, shape)] = record
-        return results
 
-    def run_latency(self, results):
+    def run_latency(self):
         shape = "filebeat"
-        base = results.get(("discard", shape)) or results.get(("null", shape))
-        if base is None:
-            log("latency_at_half_load: no maximum measured for", shape, "; skipped")
-            return
-        rate = base["events_per_sec"] / 2.0
         batch = self.o.latency_batch
+        # Half of the maximum at the batch size the latency runs use: with smaller batches than
+        # the throughput runs', half of their maximum can be more than the server sustains.
+        target = "discard" if self.o.shipper else "null"
+        try:
+            base = self.throughput(target, shape, batch=batch)
+        except Exception as e:
+            self.failed = True
+            log("latency_at_half_load: no maximum measured:", e)
+            return
+        maximum = base["persisted_per_sec"]
+        log("latency_at_half_load: %s maximum at batch %d: %.0f events/s" % (target, batch, maximum))
+        rate = maximum / 2.0
         # The same rate against the null server: the floor the transport itself imposes.
         reference = None
         try:
@@ -321,7 +326,8 @@ class Bench:
             "output": output,
             "shape": shape,
             "batch": batch,
-            "rate": round(rate),
+            "rate": round(rate),  # half of max_events_per_sec
+            "max_events_per_sec": round(2 * rate),
             "events_per_sec": round(r["persisted_per_sec"]),
             "p50_ms": r["p50_ms"],
             "p90_ms": r["p90_ms"],
@@ -381,9 +387,9 @@ class Bench:
     def run(self):
         t0 = time.time()
         try:
-            results = self.run_throughput()
+            self.run_throughput()
             if self.o.latency_seconds > 0:
-                self.run_latency(results)
+                self.run_latency()
             if self.o.idle_seconds > 0:
                 self.run_idle()
         finally:
