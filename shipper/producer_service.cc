@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
-#include "grpcpp/support/proto_buffer_reader.h"
 #include "shipper/metrics/shipper_metrics.h"
 
 namespace shipper {
