@@ -49,13 +49,10 @@ void Delivery::Deliver(queue::Batch& batch) {
     metrics_.write_seconds.ObserveDuration(absl::Now() - start);
     if (status.ok() && !rejected.empty()) status = dead_letters_->Record(batch, rejected);
     if (status.ok()) {
-      events_written_.fetch_add(batch.size() - rejected.size(), std::memory_order_relaxed);
-      dead_letters_count_.fetch_add(rejected.size(), std::memory_order_relaxed);
       metrics_.dead_lettered.Add(rejected.size());
       batch.Done();
       return;
     }
-    retries_.fetch_add(1, std::memory_order_relaxed);
     metrics_.errors.Add();
     if (!backoff) backoff.emplace(options_.backoff_init, options_.backoff_max);
     const absl::Duration wait = backoff->Next();
@@ -74,14 +71,6 @@ void Delivery::GiveUp() {
   if (giving_up_.exchange(true)) return;
   give_up_.Notify();
   output_->Cancel();
-}
-
-Delivery::Stats Delivery::stats() const {
-  Stats stats;
-  stats.events_written = events_written_.load(std::memory_order_relaxed);
-  stats.dead_letters = dead_letters_count_.load(std::memory_order_relaxed);
-  stats.retries = retries_.load(std::memory_order_relaxed);
-  return stats;
 }
 
 }  // namespace shipper

@@ -42,13 +42,6 @@ class Delivery {
     std::string name = "output";
   };
 
-  // Counters since start, for logs and metrics.
-  struct Stats {
-    uint64_t events_written = 0;  // accepted by the output (dead letters not included)
-    uint64_t dead_letters = 0;    // events recorded as rejected for good
-    uint64_t retries = 0;         // failed attempts that were retried (or abandoned)
-  };
-
   // The output, dead-letter file and retry policy that `config` selects; errors name the
   // setting to fix. `queue` must outlive the Delivery.
   static absl::StatusOr<std::unique_ptr<Delivery>> Create(const Config& config,
@@ -63,8 +56,6 @@ class Delivery {
   // are cancelled. Idempotent.
   void GiveUp();
 
-  Stats stats() const;
-
  private:
   void Deliver(queue::Batch& batch);
 
@@ -77,9 +68,6 @@ class Delivery {
 
   std::atomic<bool> giving_up_{false};  // makes GiveUp() idempotent
   absl::Notification give_up_;
-  std::atomic<uint64_t> events_written_{0};
-  std::atomic<uint64_t> dead_letters_count_{0};
-  std::atomic<uint64_t> retries_{0};
 };
 
 }  // namespace shipper
