@@ -21,7 +21,6 @@
 #include "runtime/cpu_quota.h"
 #include "runtime/signals.h"
 #include "shipper/config.h"
-#include "shipper/request_validation.h"
 #include "shipper/shipper.h"
 #include "shipper/version.h"
 

@@ -1,7 +1,6 @@
 #include "shipper/producer_service.h"
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -36,8 +35,8 @@ grpc::ByteBuffer Serialized(const pb::PublishReply& reply) {
 
 }  // namespace
 
-// A request's bytes, its scanned events and its reply, alive until its call is over and the
-// queue has released every event that points into it.
+// A received request and its reply, alive until its call is over and the queue has released
+// every event that points into it.
 class ProducerService::Request final : public queue::EventOwner {
  public:
   // Called once per queued event, and once by the call when it is over.
@@ -46,32 +45,14 @@ class ProducerService::Request final : public queue::EventOwner {
   }
   void AddRefs(int64_t n) { refs_.fetch_add(n, std::memory_order_relaxed); }
 
-  // Takes the received bytes into one contiguous buffer (a ByteBuffer's slices end anywhere,
-  // also inside an event) and scans them.
-  absl::Status Scan(grpc::ByteBuffer* received, const RequestLimits& limits) {
-    std::vector<grpc::Slice> slices;  // references, not copies
-    if (!received->Dump(&slices).ok()) return absl::InvalidArgumentError("request unreadable");
-    size_t size = 0;
-    for (const grpc::Slice& slice : slices) size += slice.size();
-    bytes_.reset(new char[size]);  // not zeroed: every byte is written next
-    char* out = bytes_.get();
-    for (const grpc::Slice& slice : slices) {
-      std::memcpy(out, slice.begin(), slice.size());
-      out += slice.size();
-    }
-    slices.clear();
-    received->Clear();
-    return ScanPublishRequest({bytes_.get(), size}, limits, &scanned_);
-  }
-
-  const ScannedRequest& scanned() const { return scanned_; }
+  ReceivedRequest& received() { return received_; }
+  const ScannedRequest& scanned() const { return received_.scanned(); }
   pb::PublishReply& reply() { return reply_; }
 
  private:
   ~Request() = default;
 
-  std::unique_ptr<char[]> bytes_;
-  ScannedRequest scanned_;
+  ReceivedRequest received_;
   pb::PublishReply reply_;
   std::atomic<int64_t> refs_{1};
 };
@@ -307,8 +288,10 @@ void ProducerService::FinishServing() {
 
 grpc::Status ProducerService::Publish(const grpc::ServerContext& context,
                                       grpc::ByteBuffer* bytes, Request& request) {
-  if (absl::Status scanned = request.Scan(bytes, limits_); !scanned.ok()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(scanned.message()));
+  absl::Status taken = request.received().Take(*bytes, limits_);
+  bytes->Clear();  // from here on only the request's own copy holds the events
+  if (!taken.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(taken.message()));
   }
   const ScannedRequest& scanned = request.scanned();
   if (!scanned.uuid.empty() && scanned.uuid != uuid_) {

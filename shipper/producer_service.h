@@ -30,6 +30,7 @@
 #include "proto/producer.grpc.pb.h"
 #include "queue/queue.h"
 #include "runtime/worker_pool.h"
+#include "shipper/received_request.h"
 #include "shipper/request_validation.h"
 
 namespace shipper {

@@ -10,7 +10,7 @@
 #define SHIPPER_SHIPPER_REQUEST_VALIDATION_H_
 
 #include <cstddef>
-#include <deque>
+#include <list>
 #include <string>
 #include <vector>
 
@@ -30,8 +30,9 @@ struct ScannedRequest {
   std::vector<absl::string_view> events;  // into the scanned bytes, or into `rewritten`
   // Events that were valid but not canonical (a repeated singular field, a Value with two
   // kinds, a Struct key twice: what no ordinary client sends), decoded by protobuf and
-  // encoded anew so that they mean exactly what protobuf makes of them.
-  std::deque<std::string> rewritten;
+  // encoded anew so that they mean exactly what protobuf makes of them. A list: its elements
+  // never move, and an empty one allocates nothing (a deque does, per request).
+  std::list<std::string> rewritten;
 };
 
 // Scans the serialized PublishRequest `bytes`: refuses more events than max_events_per_request

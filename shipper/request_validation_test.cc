@@ -191,7 +191,7 @@ TEST(RequestValidationTest, NonCanonicalEventsMeanWhatProtobufMakesOfThem) {
     ASSERT_TRUE(Scan(request, RequestLimits{}, &scanned).ok());
     ASSERT_EQ(scanned.events.size(), 1u);
     ASSERT_EQ(scanned.rewritten.size(), 1u);
-    EXPECT_EQ(scanned.events[0], scanned.rewritten[0]);
+    EXPECT_EQ(scanned.events[0], scanned.rewritten.front());
     EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(Parsed(scanned.events[0]),
                                                                   Parsed(event)));
   }

@@ -27,7 +27,7 @@
 #include "grpcpp/support/message_allocator.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "proto/producer.grpc.pb.h"
-#include "shipper/request_validation.h"
+#include "shipper/received_request.h"
 
 namespace shipper::load {
 namespace {
@@ -292,8 +292,7 @@ class AsyncDecodingService final
   std::vector<std::thread> threads_;
 };
 
-// Decoding from the raw bytes. kScan: Shipper's scan (request_validation.h) of the bytes made
-// contiguous, as Shipper does. kEnvelope: reads the uuid and counts the events fields, skipping
+// Decoding from the raw bytes. kScan: what Shipper does (shipper/received_request.h). kEnvelope: reads the uuid and counts the events fields, skipping
 // their bytes: the transport limit without decoding.
 class RawService final
     : public v1::Producer::WithRawCallbackMethod_PublishEvents<
@@ -332,16 +331,10 @@ class RawService final
 
  private:
   static bool Scan(const grpc::ByteBuffer* buffer, std::string* uuid, uint32_t* events) {
-    std::vector<grpc::Slice> slices;
-    if (!buffer->Dump(&slices).ok()) return false;
-    std::string bytes;
-    for (const grpc::Slice& slice : slices) {
-      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-    }
-    ScannedRequest scanned;
-    if (!ScanPublishRequest(bytes, RequestLimits{}, &scanned).ok()) return false;
-    *uuid = std::string(scanned.uuid);
-    *events = static_cast<uint32_t>(scanned.events.size());
+    ReceivedRequest received;
+    if (!received.Take(*buffer, RequestLimits{}).ok()) return false;
+    *uuid = std::string(received.scanned().uuid);
+    *events = static_cast<uint32_t>(received.scanned().events.size());
     return true;
   }
 
