@@ -200,15 +200,11 @@ class EventScanner {
     Reader reader(body);
     Field field;
     while (reader.Next(&field)) {
-      const uint32_t kind = field.number();
-      if (kind < wire::value::kNull || kind > wire::value::kTimestamp ||
-          field.type() != wire::ValueWireType(kind)) {
-        continue;
-      }
+      if (!wire::IsValueKind(field)) continue;
       if (has_kind) canonical_ = false;  // the oneof's last kind would win
       has_kind = true;
       Problem p = Problem::kNone;
-      switch (kind) {
+      switch (field.number()) {
         case wire::value::kString:
           p = Utf8(field.bytes) ? Problem::kNone : Problem::kNotUtf8;
           break;

@@ -33,10 +33,7 @@ ValueParts::ValueParts(absl::string_view value) {
   Reader reader(value);
   Field field;
   while (reader.Next(&field)) {
-    if (field.number() < value::kNull || field.number() > value::kTimestamp ||
-        field.type() != ValueWireType(field.number())) {
-      continue;
-    }
+    if (!IsValueKind(field)) continue;
     kind = field.number();
     scalar = field.scalar;
     bytes = field.bytes;

@@ -122,12 +122,15 @@ enum : uint32_t {
 };
 }
 
-// The wire type of Value's field `kind` (value::kNull..value::kTimestamp).
-constexpr WireType ValueWireType(uint32_t kind) {
-  return kind == value::kFloat64   ? kFixed64
-         : kind == value::kFloat32 ? kFixed32
-         : kind >= value::kString && kind != value::kBool ? kLength
-                                                          : kVarint;
+// Whether `field` of a Value is one of its kinds (value::kNull..value::kTimestamp) with that
+// kind's wire type; anything else is an unknown field to protobuf.
+inline bool IsValueKind(const Field& field) {
+  const uint32_t kind = field.number();
+  const WireType type = kind == value::kFloat64   ? kFixed64
+                        : kind == value::kFloat32 ? kFixed32
+                        : kind >= value::kString && kind != value::kBool ? kLength
+                                                                         : kVarint;
+  return kind >= value::kNull && kind <= value::kTimestamp && field.type() == type;
 }
 
 // The parts of a canonical event; absent message fields are empty (has_* says whether they were
