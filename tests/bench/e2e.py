@@ -286,12 +286,7 @@ class Bench:
         # The same rate against the null server: the floor the transport itself imposes.
         reference = None
         try:
-            server = self.start_null("latency/null")
-            try:
-                reference = self.load(server.address, shape, batch, rate=rate,
-                                      duration=self.o.latency_seconds)
-            finally:
-                server.stop()
+            reference = self.paced(self.start_null("latency/null"), shape, batch, rate)
         except Exception as e:
             self.failed = True
             log("latency reference on null_server failed:", e)
@@ -303,12 +298,7 @@ class Bench:
         for name, overrides in (("e2e/latency_at_half_load", self.o.buffered_overrides),
                                 ("e2e/latency_at_half_load/direct", self.o.direct_overrides)):
             try:
-                server = self.start_shipper(name, "discard", overrides)
-                try:
-                    r = self.load(server.address, shape, batch, rate=rate,
-                                  duration=self.o.latency_seconds)
-                finally:
-                    server.stop()
+                r = self.paced(self.start_shipper(name, "discard", overrides), shape, batch, rate)
             except Exception as e:
                 self.failed = True
                 log(name, "FAILED:", e)
@@ -316,6 +306,14 @@ class Bench:
                 continue
             emit(self.latency_record(name, "direct" if name.endswith("direct") else "buffered",
                                      overrides, "discard", shape, batch, rate, r, reference))
+
+    def paced(self, server, shape, batch, rate):
+        """A latency run of latency_seconds at `rate` against `server`, stopped afterwards."""
+        try:
+            return self.load(server.address, shape, batch, rate=rate,
+                             duration=self.o.latency_seconds)
+        finally:
+            server.stop()
 
     @staticmethod
     def latency_record(name, loop, overrides, output, shape, batch, rate, r, reference):
