@@ -218,8 +218,12 @@ const std::vector<Key>& Keys() {
       Permissions("shipper.server.socket_mode", "permissions of a unix:///path socket file",
                   [](Draft& d) -> uint32_t& { return d.config.socket_mode; }),
       Size("shipper.server.max_message_size",
-           "largest request accepted, in bytes as sent (gRPC's ceiling: 2GiB - 1)", 1, true,
+           "largest request accepted, in bytes as sent (at most 2GiB - 1)", 1, true,
            [](Draft& d) -> size_t& { return d.config.limits.max_message_size; }),
+      Size("shipper.server.max_receive_memory",
+           "memory gRPC may hold for requests being received, all connections together; "
+           "beyond it streams are reset (RESOURCE_EXHAUSTED)",
+           1, true, [](Draft& d) -> size_t& { return d.config.limits.max_receive_memory; }),
       Size("shipper.server.max_events_per_request", "most events one PublishEvents may carry",
            1, false, [](Draft& d) -> size_t& { return d.config.limits.max_events_per_request; }),
       Size("shipper.server.max_nesting_depth",
@@ -449,6 +453,12 @@ absl::StatusOr<Config> Validate(Config config) {
     return absl::InvalidArgumentError(
         "config: shipper.server.max_message_size and shipper.server.max_concurrent_streams must "
         "be below 2GiB (gRPC's limit)");
+  }
+  if (config.limits.max_receive_memory < config.limits.max_message_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config: shipper.server.max_receive_memory (", config.limits.max_receive_memory,
+        " bytes) must be at least shipper.server.max_message_size (",
+        config.limits.max_message_size, " bytes), or no request of that size could arrive"));
   }
   // Requests are checked by recursing once per level (request_validation.h): this bounds the
   // stack that takes.

@@ -43,6 +43,9 @@ struct Config {
   // that names the limit's key.
   struct Limits {
     size_t max_message_size = 64 << 20;   // bytes of one request, as sent
+    // What gRPC may hold for all connections together, foremost requests on their way in;
+    // beyond it gRPC resets streams (RESOURCE_EXHAUSTED) until memory frees. >= max_message_size.
+    size_t max_receive_memory = 128 << 20;
     size_t max_events_per_request = 65536;
     size_t max_nesting_depth = 64;        // Struct/ListValue levels in an event's fields/metadata
     size_t max_concurrent_streams = 100;  // HTTP/2 streams (calls) at once per connection

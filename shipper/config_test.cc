@@ -250,6 +250,7 @@ TEST(ConfigTest, ServerLimitsDefaultAndParse) {
   absl::StatusOr<Config> defaults = Parse("");
   ASSERT_TRUE(defaults.ok()) << defaults.status();
   EXPECT_EQ(defaults->limits.max_message_size, 64u << 20);
+  EXPECT_EQ(defaults->limits.max_receive_memory, 128u << 20);
   EXPECT_EQ(defaults->limits.max_events_per_request, 65536u);
   EXPECT_EQ(defaults->limits.max_nesting_depth, 64u);
   EXPECT_EQ(defaults->limits.max_concurrent_streams, 100u);
@@ -257,6 +258,7 @@ TEST(ConfigTest, ServerLimitsDefaultAndParse) {
   absl::StatusOr<Config> config = Parse(R"(
 shipper.server:
   max_message_size: 4MiB
+  max_receive_memory: 16MiB
   max_events_per_request: 10
   max_nesting_depth: 8
   max_concurrent_streams: 3
@@ -264,6 +266,7 @@ shipper.server:
 )");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->limits.max_message_size, 4u << 20);
+  EXPECT_EQ(config->limits.max_receive_memory, 16u << 20);
   EXPECT_EQ(config->limits.max_events_per_request, 10u);
   EXPECT_EQ(config->limits.max_nesting_depth, 8u);
   EXPECT_EQ(config->limits.max_concurrent_streams, 3u);
@@ -277,6 +280,10 @@ shipper.server:
               HasSubstr("'shipper.server.max_message_size'"));
   EXPECT_THAT(Error("shipper.server.socket_mode: rw"), HasSubstr("octal permissions"));
   EXPECT_THAT(Error("shipper.server.max_message_size: 2GiB"), HasSubstr("below 2GiB"));
+  EXPECT_THAT(Error("shipper.server.max_message_size: 512MiB"),
+              HasSubstr("shipper.server.max_receive_memory (134217728 bytes) must be at least "
+                        "shipper.server.max_message_size (536870912 bytes)"));
+  EXPECT_TRUE(Parse("shipper.server:\n  max_message_size: 512MiB\n  max_receive_memory: 1GiB").ok());
   EXPECT_THAT(Error("shipper.server.max_nesting_depth: 1001"),
               HasSubstr("shipper.server.max_nesting_depth must be at most 1000"));
   EXPECT_TRUE(Parse("shipper.server.max_nesting_depth: 1000").ok());

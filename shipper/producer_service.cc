@@ -291,7 +291,8 @@ grpc::Status ProducerService::Publish(const grpc::ServerContext& context,
   absl::Status taken = request.received().Take(*bytes, limits_);
   bytes->Clear();  // from here on only the request's own copy holds the events
   if (!taken.ok()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(taken.message()));
+    // absl's and gRPC's codes are the same numbers.
+    return grpc::Status(static_cast<grpc::StatusCode>(taken.code()), std::string(taken.message()));
   }
   const ScannedRequest& scanned = request.scanned();
   if (!scanned.uuid.empty() && scanned.uuid != uuid_) {

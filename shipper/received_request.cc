@@ -3,9 +3,16 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+
 namespace shipper {
 
 absl::Status ReceivedRequest::Take(const grpc::ByteBuffer& received, const RequestLimits& limits) {
+  if (received.Length() > limits.max_message_size) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "request of ", received.Length(), " bytes is larger than shipper.server.max_message_size (",
+        limits.max_message_size, " bytes): send fewer events per request"));
+  }
   std::vector<grpc::Slice> slices;  // references, not copies
   if (!received.Dump(&slices).ok()) return absl::InvalidArgumentError("request unreadable");
   size_t size = 0;

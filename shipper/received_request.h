@@ -16,7 +16,9 @@ namespace shipper {
 
 class ReceivedRequest {
  public:
-  // Copies the bytes of `received` and scans them; the status of the scan. Call once.
+  // Copies the bytes of `received` and scans them; the status of the scan, or
+  // RESOURCE_EXHAUSTED naming shipper.server.max_message_size when they are more than
+  // limits.max_message_size. Call once.
   absl::Status Take(const grpc::ByteBuffer& received, const RequestLimits& limits);
 
   // REQUIRES: Take() returned OK.

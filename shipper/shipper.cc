@@ -70,7 +70,8 @@ class ShipperImpl final : public Shipper {
 
     service_ = std::make_unique<ProducerService>(
         queue_.get(), uuid_,
-        RequestLimits{config_.limits.max_events_per_request, config_.limits.max_nesting_depth});
+        RequestLimits{config_.limits.max_message_size, config_.limits.max_events_per_request,
+                      config_.limits.max_nesting_depth});
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
@@ -81,9 +82,16 @@ class ShipperImpl final : public Shipper {
       if (absl::Status status = ReplaceStaleSocket(socket_path_); !status.ok()) return status;
     }
     grpc::ServerBuilder builder;
+    // gRPC 1.51 reads a whole message into memory before it checks its size against its own
+    // limit, and inflates a compressed one without any bound. So its quota bounds the memory of
+    // messages on their way in; the size limit is ours (ReceivedRequest), which can name its
+    // key; and compressed requests are refused (Beats' shipper output never compresses).
+    grpc_quota_.Resize(config_.limits.max_receive_memory);
     builder.SetResourceQuota(grpc_quota_);
-    // Both below INT_MAX: the config refuses more.
-    builder.SetMaxReceiveMessageSize(static_cast<int>(config_.limits.max_message_size));
+    builder.SetMaxReceiveMessageSize(-1);
+    builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
+    builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
+    // Below INT_MAX: the config refuses more.
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                static_cast<int>(config_.limits.max_concurrent_streams));
     // gRPC sets SO_REUSEPORT by default: a second Shipper on the same address would start and

@@ -101,12 +101,45 @@ class HostileInputTest(unittest.TestCase):
     def test_100_mib_message_is_resource_exhausted(self):
         payload = b"\x12\x00" * (50 * MIB)
         self.refused(self.publish, payload, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                     f"vs. {64 * MIB}")
+                     f"request of {100 * MIB} bytes",
+                     f"shipper.server.max_message_size ({64 * MIB} bytes)")
 
     def test_max_message_size_is_configurable(self):
         with grpc.insecure_channel(self.small.address) as channel:
-            self.refused(raw_unary(channel, PUBLISH), b"\x12\x00" * MIB,
-                         grpc.StatusCode.RESOURCE_EXHAUSTED, f"vs. {MIB}")
+            publish = raw_unary(channel, PUBLISH)
+            publish(small_request(self.small.uuid), timeout=10)
+            self.refused(publish, b"\x12\x00" * MIB, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                         f"shipper.server.max_message_size ({MIB} bytes)")
+
+    def test_a_message_beyond_max_receive_memory_is_reset_before_it_is_all_read(self):
+        """gRPC reads a whole message before anyone can check its size: its memory quota is
+        what stops a 256 MiB message, at shipper.server.max_receive_memory (8 MiB here).
+        gRPC 1.51 picks the streams it resets to free memory without regard to who holds it,
+        so this runs on a shipper of its own, without a bystander: other clients' calls may
+        be reset too (they retry; nothing was acknowledged)."""
+        tmp = os.path.join(self.tmp, "quota")
+        os.mkdir(tmp)
+        shipper = Shipper(tmp, "-E", "shipper.output.discard.enabled=true",
+                          "-E", "shipper.server.max_message_size=1MiB",
+                          "-E", "shipper.server.max_receive_memory=8MiB")
+        try:
+            with grpc.insecure_channel(shipper.address) as channel:
+                self.refused(raw_unary(channel, PUBLISH), b"\x12\x00" * (128 * MIB),
+                             grpc.StatusCode.RESOURCE_EXHAUSTED)
+                self.assertLess(shipper.peak_rss(), 128 * MIB)
+                self.assertEqual(health(channel), SERVING)
+                raw_unary(channel, PUBLISH)(small_request(shipper.uuid), timeout=10)
+        finally:
+            self.assertEqual(shipper.stop(), 0, shipper.text())
+
+    def test_compressed_requests_are_refused(self):
+        """gRPC 1.51 inflates a compressed message without bound (256 MiB of zeros are 256 KiB
+        of gzip), so Shipper takes none; Beats' shipper output never compresses."""
+        with grpc.insecure_channel(self.small.address,
+                                   compression=grpc.Compression.Gzip) as channel:
+            self.refused(raw_unary(channel, PUBLISH), bytes(256 * MIB),
+                         grpc.StatusCode.UNIMPLEMENTED, "'gzip' is disabled")
+        self.assertLess(self.small.peak_rss(), 128 * MIB)
 
     def test_ten_thousand_levels_of_nesting(self):
         self.refused(self.publish, deep_request(10000), grpc.StatusCode.INVALID_ARGUMENT,

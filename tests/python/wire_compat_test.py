@@ -57,6 +57,12 @@ class Shipper:
         with open(self.log_path) as f:
             return f.read()
 
+    def peak_rss(self):
+        """The most resident memory the process has had, in bytes (VmHWM)."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            kib = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+        return int(kib) * 1024
+
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout=30)
