@@ -232,6 +232,10 @@ const std::vector<Key>& Keys() {
       Size("shipper.server.max_concurrent_streams",
            "calls one connection may have in flight; more wait for a free slot", 1, false,
            [](Draft& d) -> size_t& { return d.config.limits.max_concurrent_streams; }),
+      Size("shipper.server.max_connections",
+           "connections served at once; calls on more are refused until one closes (0: no "
+           "limit)",
+           0, false, [](Draft& d) -> size_t& { return d.config.limits.max_connections; }),
       String("shipper.server.ssl.certificate",
              "PEM certificate (chain) of the listener; set: TLS, unset: plaintext",
              [](Draft& d) -> std::string& { return d.config.ssl.certificate; }),

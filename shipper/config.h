@@ -49,6 +49,7 @@ struct Config {
     size_t max_events_per_request = 65536;
     size_t max_nesting_depth = 64;        // Struct/ListValue levels in an event's fields/metadata
     size_t max_concurrent_streams = 100;  // HTTP/2 streams (calls) at once per connection
+    size_t max_connections = 512;         // live at once; 0: no limit (listener.h)
   } limits;
   // TLS on the listener, on when certificate is set; mTLS when client_authentication asks for
   // client certificates, verified against certificate_authorities. Paths of PEM files.

@@ -1,5 +1,6 @@
 #include "shipper/listener.h"
 
+#include <netdb.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -7,6 +8,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <iostream>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -103,6 +106,89 @@ TEST(ListenerTest, IncompleteSslSettingsNameWhatIsMissing) {
   EXPECT_THAT(message(ssl), HasSubstr("'shipper.server.ssl.certificate_authorities'"));
   ssl.certificate_authorities = cert;
   EXPECT_TRUE(ListenerCredentials(ssl).ok());
+}
+
+// Connects to host:port; true when the connection is established.
+bool Connects(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+  const int fd = socket(found->ai_family, SOCK_STREAM, 0);
+  const bool connected = connect(fd, found->ai_addr, found->ai_addrlen) == 0;
+  close(fd);
+  freeaddrinfo(found);
+  return connected;
+}
+
+int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
+
+absl::StatusOr<std::unique_ptr<Listener>> Open(const std::string& address) {
+  Config config;
+  config.server_address = address;
+  return Listener::Open(config);
+}
+
+TEST(ListenerTest, BindsTheResolvedAddressesOnThePortItPicked) {
+  absl::StatusOr<std::unique_ptr<Listener>> listener = Open("127.0.0.1:0");
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  const int port = PortOf((*listener)->address());
+  EXPECT_GT(port, 0);
+  EXPECT_TRUE(Connects("127.0.0.1", port));
+
+  absl::StatusOr<std::unique_ptr<Listener>> second = Open((*listener)->address());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr("cannot listen on '127.0.0.1:"));
+  EXPECT_THAT(second.status().message(), HasSubstr("change shipper.server.server"));
+  (*listener)->Stop();
+  EXPECT_FALSE(Connects("127.0.0.1", port));
+
+  listener = Open("localhost:0");
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  EXPECT_TRUE(Connects("127.0.0.1", PortOf((*listener)->address())));
+
+  listener = Open("[::1]:0");
+  if (!listener.ok()) {
+    std::cout << "no IPv6 loopback here, [::1] not checked: " << listener.status() << "\n";
+    return;
+  }
+  EXPECT_EQ((*listener)->address().substr(0, 6), "[::1]:");
+  EXPECT_TRUE(Connects("::1", PortOf((*listener)->address())));
+}
+
+TEST(ListenerTest, AddressesItCannotListenOnNameTheKey) {
+  for (const std::string address : {"no-port", "no.such.host.invalid:80", "127.0.0.1:http"}) {
+    absl::StatusOr<std::unique_ptr<Listener>> listener = Open(address);
+    EXPECT_FALSE(listener.ok()) << address;
+    EXPECT_THAT(listener.status().message(), HasSubstr("change shipper.server.server"));
+  }
+}
+
+TEST(ListenerTest, UnixSocketHasItsModeBeforeAnyoneConnectsAndGoesOnStop) {
+  const std::string path = SocketPath("mode.sock");
+  Config config;
+  config.server_address = "unix://" + path;
+  config.socket_mode = 0640;
+  absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Open(config);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  EXPECT_EQ((*listener)->address(), config.server_address);
+  (*listener)->Stop();
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << "removed on Stop()";
+}
+
+TEST(ListenerTest, ASocketItDidNotBindIsNeverRemoved) {
+  const std::string live = SocketPath("other.sock");
+  const int fd = BindSocket(live, true);
+  Config config;
+  config.server_address = "unix://" + live;
+  EXPECT_EQ(Listener::Open(config).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(access(live.c_str(), F_OK), 0) << "another process's socket is left alone";
+  close(fd);
+  unlink(live.c_str());
 }
 
 }  // namespace

@@ -74,13 +74,9 @@ class ShipperImpl final : public Shipper {
                       config_.limits.max_nesting_depth});
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-        ListenerCredentials(config_.ssl);
-    if (!credentials.ok()) return credentials.status();
-    socket_path_ = UnixSocketPath(config_.server_address);
-    if (!socket_path_.empty()) {
-      if (absl::Status status = ReplaceStaleSocket(socket_path_); !status.ok()) return status;
-    }
+    absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Open(config_);
+    if (!listener.ok()) return listener.status();
+    listener_ = *std::move(listener);
     grpc::ServerBuilder builder;
     // gRPC 1.51 reads a whole message into memory before it checks its size against its own
     // limit, and inflates a compressed one without any bound. So its quota bounds the memory of
@@ -94,26 +90,13 @@ class ShipperImpl final : public Shipper {
     // Below INT_MAX: the config refuses more.
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                static_cast<int>(config_.limits.max_concurrent_streams));
-    // gRPC sets SO_REUSEPORT by default: a second Shipper on the same address would start and
-    // silently take half the connections instead of failing.
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    int port = 0;
-    builder.AddListeningPort(config_.server_address, *credentials, &port);
+    listener_->ServeWith(&builder);
     builder.RegisterService(service_.get());
     metrics::AddGrpcMetrics(&builder);
     cq_ = builder.AddCompletionQueue();
     server_ = builder.BuildAndStart();
-    if (server_ == nullptr) {
-      return absl::UnavailableError(absl::StrCat(
-          "cannot listen on '", config_.server_address,
-          "' (address in use or not host:port / unix:///path): change shipper.server.server"));
-    }
-    // gRPC creates the socket with the umask's permissions; until this chmod a default umask
-    // (022) already keeps others from connecting, which needs write permission.
-    if (!socket_path_.empty() && chmod(socket_path_.c_str(), config_.socket_mode) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot set shipper.server.socket_mode on '", socket_path_, "': ", strerror(errno)));
-    }
+    if (server_ == nullptr) return absl::InternalError("gRPC could not build the server");
+    if (absl::Status started = listener_->Start(); !started.ok()) return started;
     service_->StartServing(cq_.get());
     grpc_workers_ = std::make_unique<runtime::WorkerPool>(
         "grpc", runtime::GrpcWorkers(cpus),
@@ -134,14 +117,10 @@ class ShipperImpl final : public Shipper {
         config_, queue_.get(), cpu_.get(), workers_.get(), grpc_workers_.get());
     if (!exporter.ok()) return exporter.status();
     exporter_ = *std::move(exporter);
-    address_ = config_.server_address;
-    if (!absl::StartsWith(address_, "unix:")) {
-      address_ = absl::StrCat(address_.substr(0, address_.rfind(':')), ":", port);
-    }
     return absl::OkStatus();
   }
 
-  const std::string& address() const override { return address_; }
+  const std::string& address() const override { return listener_->address(); }
   const std::string& uuid() const override { return uuid_; }
 
   StopReport Stop() override {
@@ -159,19 +138,17 @@ class ShipperImpl final : public Shipper {
     delivery_->GiveUp();
     workers_->Stop();
     service_->EndStreams();
+    listener_->Stop();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
     cq_->Shutdown();
     if (grpc_workers_ != nullptr) grpc_workers_->Stop();  // null if Init failed before it
     service_->FinishServing();
-    if (!socket_path_.empty()) unlink(socket_path_.c_str());
     return report_;
   }
 
  private:
   const Config config_;
   const std::string uuid_;
-  std::string address_;
-  std::string socket_path_;  // of a unix: address, removed on exit; else empty
   grpc::ResourceQuota grpc_quota_;
   std::unique_ptr<queue::Queue> queue_;
   std::unique_ptr<Delivery> delivery_;  // the output, its retries and dead letters
@@ -179,6 +156,7 @@ class ShipperImpl final : public Shipper {
   std::unique_ptr<ProducerService> service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // PublishEvents calls
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Listener> listener_;  // hands connections to server_
   std::unique_ptr<HealthServer> health_;  // null without shipper.server.health.address
   std::unique_ptr<runtime::WorkerPool> grpc_workers_;  // serve cq_
   // After the pools: destroyed before them, its listener resizes them.

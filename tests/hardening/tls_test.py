@@ -56,14 +56,15 @@ class TlsTest(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         cls.pki = Pki(cls.tmp)
 
-    def start(self, client_authentication):
+    def start(self, client_authentication, *args):
         d = tempfile.mkdtemp(dir=self.tmp)
         p = self.pki.path
         return Shipper(d, "-E", "shipper.output.discard.enabled=true",
                        "-E", f"shipper.server.ssl.certificate={p('server.crt')}",
                        "-E", f"shipper.server.ssl.key={p('server.key')}",
                        "-E", f"shipper.server.ssl.certificate_authorities={p('ca.crt')}",
-                       "-E", f"shipper.server.ssl.client_authentication={client_authentication}")
+                       "-E", f"shipper.server.ssl.client_authentication={client_authentication}",
+                       *args)
 
     def check(self, shipper, credentials, allowed):
         """Publishes once with `credentials` (None: plaintext); expects success or a clean
@@ -114,6 +115,27 @@ class TlsTest(unittest.TestCase):
              self.pki.credentials(client="other_client"), False),
             ("plaintext client", None, False),
         ])
+
+    def test_connections_beyond_the_limit_are_refused_over_mtls_too(self):
+        """Connections over shipper.server.max_connections meet the same TLS: a client with a
+        certificate learns the limit, one without is refused by the handshake."""
+        shipper = self.start("required", "-E", "shipper.server.max_connections=1")
+        own = [("grpc.use_local_subchannel_pool", 1)]
+        credentials = self.pki.credentials(client="client")
+        first = grpc.secure_channel(shipper.address, credentials, own)
+        second = grpc.secure_channel(shipper.address, credentials, own)
+        try:
+            raw_unary(first, PUBLISH)(small_request(shipper.uuid), timeout=10)
+            with self.assertRaises(grpc.RpcError) as caught:
+                raw_unary(second, PUBLISH)(small_request(shipper.uuid), timeout=10)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("shipper.server.max_connections (1)", caught.exception.details())
+            self.check(shipper, self.pki.credentials(), False)
+            raw_unary(first, PUBLISH)(small_request(shipper.uuid), timeout=10)
+        finally:
+            first.close()
+            second.close()
+            self.assertEqual(shipper.stop(), 0, shipper.text())
 
     def test_mtls_optional(self):
         self.run_cases("optional", [

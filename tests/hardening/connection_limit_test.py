@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""shipper.server.max_connections on the real shipper, over TCP and a unix socket: connections
+up to the limit are served; calls on one more are refused RESOURCE_EXHAUSTED naming the key,
+while the others go on unaffected; once one closes, the refused client is served after it
+reconnects."""
+import os
+import tempfile
+import time
+import unittest
+
+import grpc
+
+from harness import PUBLISH, SERVING, Shipper, health, raw_unary, small_request
+
+LIMIT = 3
+KEY = f"shipper.server.max_connections ({LIMIT})"
+
+
+def connect(address):
+    """A channel with a connection of its own (no subchannel shared with other channels)."""
+    return grpc.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+
+
+class ConnectionLimitTest(unittest.TestCase):
+    def setUp(self):
+        # Short: a socket path must fit in 108 bytes, which TEST_TMPDIR may not.
+        self.dir = tempfile.mkdtemp(prefix="shipper-limit-", dir="/tmp")
+
+    def tearDown(self):
+        for name in os.listdir(self.dir):
+            os.unlink(os.path.join(self.dir, name))
+        os.rmdir(self.dir)
+
+    def check_limit(self, *args):
+        shipper = Shipper(self.dir, "-E", "shipper.output.discard.enabled=true",
+                          "-E", f"shipper.server.max_connections={LIMIT}", *args)
+        request = small_request(shipper.uuid)
+        served = [connect(shipper.address) for _ in range(LIMIT)]
+        try:
+            for channel in served:
+                raw_unary(channel, PUBLISH)(request, timeout=10)
+            with connect(shipper.address) as extra:
+                for call in (lambda: raw_unary(extra, PUBLISH)(request, timeout=10),
+                             lambda: health(extra)):
+                    with self.assertRaises(grpc.RpcError) as caught:
+                        call()
+                    self.assertEqual(caught.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+                    self.assertIn(KEY, caught.exception.details())
+                for channel in served:  # unaffected
+                    raw_unary(channel, PUBLISH)(request, timeout=10)
+                    self.assertEqual(health(channel), SERVING)
+
+                served.pop().close()
+                # The refusing connection closes within about two seconds; the next call
+                # reconnects and, a slot being free now, is served.
+                deadline = time.time() + 15
+                while True:
+                    try:
+                        raw_unary(extra, PUBLISH)(request, timeout=10)
+                        break
+                    except grpc.RpcError as e:
+                        self.assertIn(e.code(), (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                                 grpc.StatusCode.UNAVAILABLE), e.details())
+                        self.assertLess(time.time(), deadline, "never served after a slot freed")
+                        time.sleep(0.2)
+        finally:
+            for channel in served:
+                channel.close()
+            self.assertEqual(shipper.stop(), 0, shipper.text())
+        self.assertIn("shipper.server.max_connections", shipper.text())  # logged
+
+    def test_tcp(self):
+        self.check_limit()
+
+    def test_unix_socket(self):
+        self.check_limit("-E", f"shipper.server.server=unix://{self.dir}/shipper.sock")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
