@@ -28,6 +28,7 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
+#include "shipper/metrics/shipper_metrics.h"
 
 namespace shipper {
 namespace {
@@ -346,6 +347,7 @@ void Listener::Hand(int listen_fd, int fd) {
     LOG_EVERY_N(WARNING, 100) << "listener: " << max_connections_
                               << " connections are open: refusing a new one's calls "
                                  "(shipper.server.max_connections)";
+    metrics::ShipperMetrics::Get().ConnectionRefused();
     refusal_acceptor_->HandleNewConnection(&connection);
   }
 }

@@ -241,6 +241,10 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
       .Histogram(m.persist_seconds_);
   CollectOutputs(m.outputs_, &c);
 
+  c.Add("shipper_connections_refused_total",
+        "Connections beyond shipper.server.max_connections, whose calls were all refused.",
+        Type::kCounter)
+      .Sample(m.connections_refused_.value());
   c.Add("shipper_grpc_requests_total", "gRPC calls finished, by method and status code.",
         Type::kCounter);
   m.grpc_requests_.ForEach(

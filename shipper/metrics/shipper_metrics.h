@@ -67,6 +67,8 @@ class ShipperMetrics {
   void Persisted(uint64_t index) { persist_latency_.Persisted(index); }
   // The CPU monitor resized the pools.
   void Retuned() { cpu_retunes_.Add(); }
+  // A connection beyond shipper.server.max_connections was accepted to be refused.
+  void ConnectionRefused() { connections_refused_.Add(); }
   // The delivery metrics of the output called `name` ("file", "redis", ...). Locks: look it up
   // once per output and keep the reference.
   OutputMetrics& Output(absl::string_view name) {
@@ -87,6 +89,7 @@ class ShipperMetrics {
   Histogram persist_seconds_;
   PersistLatency persist_latency_{&persist_seconds_};
   Counter cpu_retunes_;
+  Counter connections_refused_;
   Family<OutputMetrics> outputs_;
   Family<Counter> grpc_requests_;
 };

@@ -132,6 +132,7 @@ TEST_F(ShipperMetricsTest, ProcessAndCpuMetricsAreRead) {
   EXPECT_EQ(Value(families, "shipper_cpu_effective", R"({source="override"})"), 2);
   EXPECT_GE(Value(families, "shipper_cpu_host"), 1);
   EXPECT_GE(Value(families, "shipper_cpu_retunes_total"), 0);
+  EXPECT_GE(Value(families, "shipper_connections_refused_total"), 0);
   EXPECT_GT(Value(families, "process_resident_memory_bytes"), 0);
   EXPECT_GE(Value(families, "process_threads"), 1);
   EXPECT_GE(Value(families, "process_open_fds"), 3);

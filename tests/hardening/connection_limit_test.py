@@ -4,9 +4,11 @@ up to the limit are served; calls on one more are refused RESOURCE_EXHAUSTED nam
 while the others go on unaffected; once one closes, the refused client is served after it
 reconnects."""
 import os
+import re
 import tempfile
 import time
 import unittest
+import urllib.request
 
 import grpc
 
@@ -14,6 +16,13 @@ from harness import PUBLISH, SERVING, Shipper, health, raw_unary, small_request
 
 LIMIT = 3
 KEY = f"shipper.server.max_connections ({LIMIT})"
+
+
+def refused_connections(shipper):
+    """shipper_connections_refused_total from the shipper's /metrics page."""
+    url = re.search(r"metrics on (http://\S+/metrics)", shipper.text()).group(1)
+    page = urllib.request.urlopen(url, timeout=10).read().decode()
+    return int(re.search(r"^shipper_connections_refused_total (\d+)$", page, re.M).group(1))
 
 
 def connect(address):
@@ -49,6 +58,7 @@ class ConnectionLimitTest(unittest.TestCase):
                 for channel in served:  # unaffected
                     raw_unary(channel, PUBLISH)(request, timeout=10)
                     self.assertEqual(health(channel), SERVING)
+                self.assertEqual(refused_connections(shipper), 1)
 
                 served.pop().close()
                 # The refusing connection closes within about two seconds; the next call
