@@ -451,12 +451,12 @@ absl::StatusOr<Config> Validate(Config config) {
     return absl::InvalidArgumentError(
         "config: shipper.output.redis.timeout and shipper.output.shipper.timeout must be above 0");
   }
-  // gRPC takes both as an int.
+  // gRPC takes max_concurrent_streams as an int; a message is never near 2GiB.
   if (config.limits.max_message_size > INT_MAX ||
       config.limits.max_concurrent_streams > INT_MAX) {
     return absl::InvalidArgumentError(
         "config: shipper.server.max_message_size and shipper.server.max_concurrent_streams must "
-        "be below 2GiB (gRPC's limit)");
+        "be below 2GiB");
   }
   if (config.limits.max_receive_memory < config.limits.max_message_size) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -206,7 +206,9 @@ absl::Status Listener::Bind() {
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return absl::InternalError(Errno("socket"));
     sockets_.push_back(fd);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return cannot(Errno("bind"));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      return cannot(Errno("bind"));
+    }
     socket_path_ = path;  // ours now, to remove on Stop()
     // Before listen(), so nobody connects under the umask's permissions.
     if (chmod(socket_path_.c_str(), socket_mode_) != 0) {

@@ -8,11 +8,12 @@
 // and it is removed on Stop().
 //
 // gRPC 1.51 has no limit on connections, so the Listener accepts them itself and hands each to
-// the gRPC server (ExternalConnectionAcceptor). Up to shipper.server.max_connections live ones
-// go to the server Shipper built; one beyond goes to a refusal server of the Listener's own,
-// which answers every call RESOURCE_EXHAUSTED naming the key and closes the connection after
-// about a second, so that the client connects again. A connection is live while the fd handed
-// to gRPC still refers to its socket: gRPC closes it as soon as the peer goes away.
+// the gRPC server (ServerBuilder's ExternalConnectionAcceptor, public but experimental). Up to
+// shipper.server.max_connections live ones go to the server Shipper built; one beyond goes to a
+// refusal server of the Listener's own, which answers every call RESOURCE_EXHAUSTED naming the
+// key and closes the connection after about a second, so that the client connects again. A
+// connection is live while the fd handed to gRPC still refers to its socket: gRPC closes it as
+// soon as the peer goes away.
 //
 // Thread safety: ListenerCredentials, UnixSocketPath and ReplaceStaleSocket are stateless.
 // A Listener is driven from one thread (Open, ServeWith, Start, Stop) and runs one accept
@@ -82,9 +83,9 @@ class Listener {
 
   Listener(const Config& config, std::shared_ptr<grpc::ServerCredentials> credentials);
   absl::Status Bind();
-  void Accept();                   // the accept thread
+  void Accept();                     // the accept thread
   void Hand(int listen_fd, int fd);  // to the server or the refusal server
-  bool Admit(int fd);              // false: the server has max_connections live ones
+  bool Admit(int fd);                // false: the server has max_connections live ones
 
   const std::string configured_address_;
   const uint32_t socket_mode_;
