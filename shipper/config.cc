@@ -315,6 +315,17 @@ const std::vector<Key>& Keys() {
              [](Draft& d) -> std::string& { return d.config.shipper.server; }),
       Duration("shipper.output.shipper.timeout", "deadline of each PublishEvents call",
                [](Draft& d) -> absl::Duration& { return d.config.shipper.timeout; }),
+      Bool("shipper.output.shipper.ssl.enabled", "TLS to the next Shipper",
+           [](Draft& d) -> bool& { return d.config.shipper.ssl.enabled; }),
+      String("shipper.output.shipper.ssl.certificate_authorities",
+             "PEM bundle of the CAs the next Shipper's certificate must chain to (unset: "
+             "gRPC's default roots)",
+             [](Draft& d) -> std::string& { return d.config.shipper.ssl.certificate_authorities; }),
+      String("shipper.output.shipper.ssl.certificate",
+             "PEM client certificate for mTLS (with ssl.key)",
+             [](Draft& d) -> std::string& { return d.config.shipper.ssl.certificate; }),
+      String("shipper.output.shipper.ssl.key", "PEM private key of ssl.certificate",
+             [](Draft& d) -> std::string& { return d.config.shipper.ssl.key; }),
       Duration("shipper.output.backoff.init",
                "first wait before an output retries a failed batch; doubles up to backoff.max",
                [](Draft& d) -> absl::Duration& { return d.config.backoff_init; }),
@@ -445,6 +456,18 @@ absl::StatusOr<Config> Validate(Config config) {
     return absl::InvalidArgumentError(
         "config: the shipper output needs shipper.output.shipper.server (the next Shipper's "
         "address)");
+  }
+  const Config::ShipperOutput::Ssl& ssl = config.shipper.ssl;
+  if (!ssl.enabled &&
+      !(ssl.certificate_authorities.empty() && ssl.certificate.empty() && ssl.key.empty())) {
+    return absl::InvalidArgumentError(
+        "config: shipper.output.shipper.ssl files are set but TLS is off: set "
+        "shipper.output.shipper.ssl.enabled: true");
+  }
+  if (ssl.certificate.empty() != ssl.key.empty()) {
+    return absl::InvalidArgumentError(
+        "config: shipper.output.shipper.ssl.certificate and ssl.key go together (mTLS): set "
+        "both or neither");
   }
   if (config.redis.timeout <= absl::ZeroDuration() ||
       config.shipper.timeout <= absl::ZeroDuration()) {

@@ -84,6 +84,15 @@ struct Config {
   struct ShipperOutput {
     std::string server;  // the next Shipper: host:port or unix:///path
     absl::Duration timeout = absl::Seconds(30);  // per PublishEvents call
+    // TLS to the next Shipper when enabled: its certificate is verified against
+    // certificate_authorities (empty: gRPC's default roots); certificate and key, both or
+    // neither, are this client's own for mTLS. Paths of PEM files.
+    struct Ssl {
+      bool enabled = false;
+      std::string certificate_authorities;
+      std::string certificate;
+      std::string key;
+    } ssl;
   } shipper;
 
   // Retry policy of every output for transient failures: exponential backoff with jitter from

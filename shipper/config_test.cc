@@ -289,6 +289,29 @@ shipper.server:
   EXPECT_TRUE(Parse("shipper.server.max_nesting_depth: 1000").ok());
 }
 
+TEST(ConfigTest, ShipperOutputSsl) {
+  absl::StatusOr<Config> config = Parse(R"(
+shipper.output.shipper:
+  enabled: true
+  server: aggregator:50051
+  ssl:
+    enabled: true
+    certificate_authorities: /ca.crt
+    certificate: /client.crt
+    key: /client.key
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->shipper.ssl.enabled);
+  EXPECT_EQ(config->shipper.ssl.certificate_authorities, "/ca.crt");
+  EXPECT_EQ(config->shipper.ssl.certificate, "/client.crt");
+  EXPECT_EQ(config->shipper.ssl.key, "/client.key");
+  EXPECT_FALSE(Parse("").value().shipper.ssl.enabled);
+  EXPECT_THAT(Error("shipper.output.shipper.ssl.certificate_authorities: /ca.crt"),
+              HasSubstr("set shipper.output.shipper.ssl.enabled: true"));
+  EXPECT_THAT(Error("shipper.output.shipper.ssl:\n  enabled: true\n  key: /k"),
+              HasSubstr("set both or neither"));
+}
+
 TEST(ConfigTest, SslKeys) {
   absl::StatusOr<Config> defaults = Parse("");
   ASSERT_TRUE(defaults.ok()) << defaults.status();

@@ -13,11 +13,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -29,25 +26,10 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
 #include "shipper/metrics/shipper_metrics.h"
+#include "shipper/pem.h"
 
 namespace shipper {
 namespace {
-
-// The PEM file a key names, checked to hold a `what` block ("CERTIFICATE", "PRIVATE KEY").
-absl::StatusOr<std::string> ReadPem(absl::string_view key, const std::string& path,
-                                    absl::string_view what) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat("config key '", key, "': cannot read '", path,
-                                                   "' (", std::strerror(errno), ")"));
-  }
-  std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!absl::StrContains(pem, "-----BEGIN ") || !absl::StrContains(pem, what)) {
-    return absl::InvalidArgumentError(absl::StrCat("config key '", key, "': '", path,
-                                                   "' is not a PEM file with a ", what));
-  }
-  return pem;
-}
 
 std::string Errno(absl::string_view call) { return absl::StrCat(call, ": ", std::strerror(errno)); }
 

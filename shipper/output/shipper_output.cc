@@ -13,6 +13,7 @@
 #include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/producer.grpc.pb.h"
+#include "shipper/pem.h"
 #include "shipper/wire_event.h"
 
 namespace shipper {
@@ -175,9 +176,38 @@ class ShipperOutput final : public Output {
   std::thread follower_;
 };
 
+// Plaintext, or TLS (mTLS with a client certificate) as config.ssl asks; reads the PEM files.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    const Config::ShipperOutput::Ssl& ssl) {
+  if (!ssl.enabled) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions options;
+  const struct {
+    const char* key;
+    const std::string& path;
+    const char* what;
+    std::string* pem;
+  } files[] = {
+      {"shipper.output.shipper.ssl.certificate_authorities", ssl.certificate_authorities,
+       "CERTIFICATE", &options.pem_root_certs},
+      {"shipper.output.shipper.ssl.certificate", ssl.certificate, "CERTIFICATE",
+       &options.pem_cert_chain},
+      {"shipper.output.shipper.ssl.key", ssl.key, "PRIVATE KEY", &options.pem_private_key},
+  };
+  for (const auto& file : files) {
+    if (file.path.empty()) continue;  // gRPC's default roots; no client certificate
+    absl::StatusOr<std::string> pem = ReadPem(file.key, file.path, file.what);
+    if (!pem.ok()) return pem.status();
+    *file.pem = *std::move(pem);
+  }
+  return grpc::SslCredentials(options);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Output>> NewShipperOutput(const Config::ShipperOutput& config) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      Credentials(config.ssl);
+  if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
   // Reconnect quickly after the next Shipper restarts: gRPC's default backoff grows to 2 min.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -185,7 +215,7 @@ absl::StatusOr<std::unique_ptr<Output>> NewShipperOutput(const Config::ShipperOu
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // An address gRPC cannot resolve shows up as UNAVAILABLE on every call, with the address.
   return std::make_unique<ShipperOutput>(
-      config, grpc::CreateCustomChannel(config.server, grpc::InsecureChannelCredentials(), args));
+      config, grpc::CreateCustomChannel(config.server, *credentials, args));
 }
 
 }  // namespace shipper

@@ -1,10 +1,13 @@
 // Two real Shipper processes chained: a sidecar with the shipper output forwards to an
 // aggregator with the file output. The aggregator is killed with SIGKILL mid-stream and restarted
 // on the same port: nothing is lost end to end, because the sidecar acknowledges only what the
-// aggregator reports persisted and resends what the dead instance had not persisted.
+// aggregator reports persisted and resends what the dead instance had not persisted. And the
+// two over mTLS, with certificates openssl makes for the test: a sidecar forwards only to an
+// aggregator whose certificate chains to the CA it trusts.
 #include <signal.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -99,6 +102,68 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
   EXPECT_NE(log.find("restarted: uuid"), std::string::npos)
       << "the sidecar saw the new uuid:\n" << log;
   EXPECT_GT(resent, 0) << log;
+}
+
+// Certificates that openssl makes in `dir`: ca, aggregator (localhost, 127.0.0.1) and client
+// from it, and other_ca, which signed neither.
+void MakePki(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/san.ext") << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+  const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  auto run = [](const std::string& command) {
+    ASSERT_EQ(std::system((command + " 2>/dev/null").c_str()), 0) << command;
+  };
+  for (const std::string ca : {"ca", "other_ca"}) {
+    run(absl::StrCat("openssl req -x509", ec, " -keyout ", dir, "/", ca, ".key -out ", dir, "/",
+                     ca, ".crt -days 1 -subj /CN=", ca));
+  }
+  for (const std::string name : {"aggregator", "client"}) {
+    run(absl::StrCat("openssl req", ec, " -keyout ", dir, "/", name, ".key -out ", dir, "/", name,
+                     ".csr -subj /CN=", name));
+    run(absl::StrCat("openssl x509 -req -in ", dir, "/", name, ".csr -CA ", dir, "/ca.crt -CAkey ",
+                     dir, "/ca.key -CAcreateserial -days 1 -extfile ", dir, "/san.ext -out ", dir,
+                     "/", name, ".crt"));
+  }
+}
+
+TEST(ForwardTest, ForwardsOverMutualTlsOnlyToAnAggregatorItTrusts) {
+  const std::string pki = absl::StrCat(getenv("TEST_TMPDIR"), "/pki");
+  MakePki(pki);
+  auto aggregator = ShipperProcess::Start(
+      {"-E", "shipper.output.discard.enabled=true",
+       "-E", absl::StrCat("shipper.server.ssl.certificate=", pki, "/aggregator.crt"),
+       "-E", absl::StrCat("shipper.server.ssl.key=", pki, "/aggregator.key"),
+       "-E", absl::StrCat("shipper.server.ssl.certificate_authorities=", pki, "/ca.crt"),
+       "-E", "shipper.server.ssl.client_authentication=required",
+       "-E", "shipper.http.port=0"});
+  ASSERT_TRUE(aggregator.ok()) << aggregator.status();
+  auto sidecar_trusting = [&](const std::string& ca) {
+    return ShipperProcess::Start(
+        {"-E", "shipper.output.shipper.enabled=true",
+         "-E", absl::StrCat("shipper.output.shipper.server=", aggregator->address()),
+         "-E", "shipper.output.shipper.ssl.enabled=true",
+         "-E", absl::StrCat("shipper.output.shipper.ssl.certificate_authorities=", pki, "/", ca),
+         "-E", absl::StrCat("shipper.output.shipper.ssl.certificate=", pki, "/client.crt"),
+         "-E", absl::StrCat("shipper.output.shipper.ssl.key=", pki, "/client.key"),
+         "-E", "shipper.output.backoff.init=50ms",
+         "-E", "shipper.output.backoff.max=200ms",
+         "-E", "shipper.http.port=0"});
+  };
+
+  auto sidecar = sidecar_trusting("ca.crt");
+  ASSERT_TRUE(sidecar.ok()) << sidecar.status();
+  ProducerClient publisher(sidecar->address());
+  ASSERT_EQ(publisher.Publish(0, 1000, 100, absl::Now() + absl::Seconds(30)), 1000u);
+  EXPECT_EQ(publisher.AwaitPersisted(1000, absl::Now() + absl::Seconds(30)), 1000u)
+      << sidecar->Log() << aggregator->Log();
+
+  auto doubting = sidecar_trusting("other_ca.crt");
+  ASSERT_TRUE(doubting.ok()) << doubting.status();
+  ProducerClient doubting_publisher(doubting->address());
+  ASSERT_EQ(doubting_publisher.Publish(0, 10, 10, absl::Now() + absl::Seconds(10)), 10u);
+  EXPECT_EQ(doubting_publisher.AwaitPersisted(10, absl::Now() + absl::Seconds(3)), 0u)
+      << "nothing is persisted through an aggregator whose certificate the sidecar doubts";
+  EXPECT_NE(doubting->Log().find("output failed, retrying"), std::string::npos) << doubting->Log();
 }
 
 }  // namespace
