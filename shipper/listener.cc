@@ -69,6 +69,9 @@ class WithoutPlugins final : public grpc::ServerBuilderOption {
 // calls may take to finish.
 constexpr int kRefusedConnectionAgeMs = 1000;
 constexpr int kRefusedConnectionGraceMs = 1000;
+// A connection that has not finished its HTTP/2 (and TLS) handshake by then is closed: it holds
+// one of the max_connections slots (gRPC's default: 120 s).
+constexpr int kHandshakeTimeoutMs = 10000;
 // Memory the refusal server may hold: it reads no message.
 constexpr size_t kRefusalMemory = 4 << 20;
 
@@ -260,6 +263,7 @@ absl::Status Listener::Bind() {
 }
 
 void Listener::ServeWith(grpc::ServerBuilder* builder) {
+  builder->AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, kHandshakeTimeoutMs);
   server_acceptor_ = builder->experimental().AddExternalConnectionAcceptor(
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, credentials_);
 }
@@ -273,6 +277,7 @@ absl::Status Listener::Start() {
     builder.SetResourceQuota(quota);
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, kRefusedConnectionAgeMs);
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, kRefusedConnectionGraceMs);
+    builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, kHandshakeTimeoutMs);
     refusal_acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
         grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, credentials_);
     // Every call is refused, health and reflection too: neither may answer for Shipper here.

@@ -13,7 +13,8 @@
 // refusal server of the Listener's own, which answers every call RESOURCE_EXHAUSTED naming the
 // key and closes the connection after about a second, so that the client connects again. A
 // connection is live while the fd handed to gRPC still refers to its socket: gRPC closes it as
-// soon as the peer goes away.
+// soon as the peer goes away, or after 10 s when it has not finished its handshake (so that
+// silent connections cannot hold the slots).
 //
 // Thread safety: ListenerCredentials, UnixSocketPath and ReplaceStaleSocket are stateless.
 // A Listener is driven from one thread (Open, ServeWith, Start, Stop) and runs one accept

@@ -5,6 +5,7 @@ while the others go on unaffected; once one closes, the refused client is served
 reconnects."""
 import os
 import re
+import socket
 import tempfile
 import time
 import unittest
@@ -78,6 +79,38 @@ class ConnectionLimitTest(unittest.TestCase):
                 channel.close()
             self.assertEqual(shipper.stop(), 0, shipper.text())
         self.assertIn("shipper.server.max_connections", shipper.text())  # logged
+
+    def test_silent_connections_lose_their_slots(self):
+        """Connections that never send a byte (no HTTP/2 preface) are closed after the 10 s
+        handshake timeout, so they cannot lock clients out for longer."""
+        shipper = Shipper(self.dir, "-E", "shipper.output.discard.enabled=true",
+                          "-E", f"shipper.server.max_connections={LIMIT}")
+        host, port = shipper.address.rsplit(":", 1)
+        silent = [socket.create_connection((host, int(port))) for _ in range(LIMIT)]
+        try:
+            with connect(shipper.address) as channel:
+                publish = raw_unary(channel, PUBLISH)
+                with self.assertRaises(grpc.RpcError) as caught:
+                    publish(small_request(shipper.uuid), timeout=10)
+                self.assertIn(KEY, caught.exception.details())
+                start = time.time()
+                for s in silent:  # the server's SETTINGS, then the end of the connection
+                    s.settimeout(20)
+                    while s.recv(4096):
+                        pass
+                print(f"silent connections closed after {time.time() - start:.1f} s")
+                deadline = time.time() + 10
+                while True:  # the refusing connection closes within two seconds
+                    try:
+                        publish(small_request(shipper.uuid), timeout=10)
+                        break
+                    except grpc.RpcError as e:
+                        self.assertLess(time.time(), deadline, e.details())
+                        time.sleep(0.2)
+        finally:
+            for s in silent:
+                s.close()
+            self.assertEqual(shipper.stop(), 0, shipper.text())
 
     def test_tcp(self):
         self.check_limit()
