@@ -283,7 +283,8 @@ shipper.server:
   EXPECT_THAT(Error("shipper.server.max_message_size: 512MiB"),
               HasSubstr("shipper.server.max_receive_memory (134217728 bytes) must be at least "
                         "shipper.server.max_message_size (536870912 bytes)"));
-  EXPECT_TRUE(Parse("shipper.server:\n  max_message_size: 512MiB\n  max_receive_memory: 1GiB").ok());
+  EXPECT_TRUE(
+      Parse("shipper.server:\n  max_message_size: 512MiB\n  max_receive_memory: 1GiB").ok());
   EXPECT_THAT(Error("shipper.server.max_nesting_depth: 1001"),
               HasSubstr("shipper.server.max_nesting_depth must be at most 1000"));
   EXPECT_TRUE(Parse("shipper.server.max_nesting_depth: 1000").ok());

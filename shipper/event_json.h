@@ -59,7 +59,6 @@ class EventJsonWriter {
   void Append(absl::string_view event, uint64_t index);
 
  private:
-
   rapidjson::StringBuffer* const out_;
   event_json_internal::Writer writer_;
   std::vector<event_json_internal::Entry> shadowed_;  // of the event being written

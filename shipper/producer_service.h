@@ -3,8 +3,8 @@
 //
 // PublishEvents hands the request's bytes themselves to the queue: each accepted event is the
 // slice of them that encodes it (wire_event.h), never decoded into messages, and the request is
-// freed when its last event is acknowledged. When the queue is full it accepts a prefix (waiting briefly if nothing fits)
-// and the client resends the rest.
+// freed when its last event is acknowledged. When the queue is full it accepts a prefix
+// (waiting briefly if nothing fits) and the client resends the rest.
 //
 // PublishEvents, the hot path, uses gRPC's async API so that it runs on threads we size from the
 // CPU quota (a WorkerPool calling Serve()); gRPC's callback threads are sized from the host's

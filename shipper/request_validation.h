@@ -20,7 +20,7 @@
 namespace shipper {
 
 struct RequestLimits {
-  size_t max_message_size = 64 << 20;      // shipper.server.max_message_size: bytes as sent
+  size_t max_message_size = 64 << 20;     // shipper.server.max_message_size: bytes as sent
   size_t max_events_per_request = 65536;  // shipper.server.max_events_per_request
   size_t max_nesting_depth = 64;          // shipper.server.max_nesting_depth (config: <= 1000)
 };

@@ -233,13 +233,15 @@ TEST(RequestValidationTest, GarbageTruncationAndBadUtf8AreRefused) {
   }
   std::string bad_utf8 = bytes;
   bad_utf8.replace(bad_utf8.find("hello"), 5, "h\xc3\x28lo");
-  EXPECT_THAT(Scan(bad_utf8, RequestLimits{}).message(), HasSubstr("event 0 has a string that is not UTF-8"));
+  EXPECT_THAT(Scan(bad_utf8, RequestLimits{}).message(),
+              HasSubstr("event 0 has a string that is not UTF-8"));
   // Short strings are read as a word with what follows masked off: a bad byte inside one is
   // found, non-ASCII bytes right after one are not its own.
   for (const char* key : {"a", "ab", "abcdefg"}) {
     pb::PublishRequest request;
     pb::Event* event = request.add_events();
-    (*event->mutable_fields()->mutable_data())[key].set_string_value("\xc3\xa9\xc3\xa9 d\xc3\xa9j\xc3\xa0");
+    (*event->mutable_fields()->mutable_data())[key].set_string_value(
+        "\xc3\xa9\xc3\xa9 d\xc3\xa9j\xc3\xa0");
     event->mutable_source()->set_input_id("followed by more bytes");
     std::string bytes = request.SerializeAsString();
     EXPECT_TRUE(Scan(bytes, RequestLimits{}).ok()) << key;

@@ -26,8 +26,8 @@ class FieldFormat {
   // INVALID_ARGUMENT, naming `setting`, for an unterminated or empty reference.
   static absl::StatusOr<FieldFormat> Parse(absl::string_view format, absl::string_view setting);
 
-  // The string for `event` (canonical wire bytes, wire_event.h). NOT_FOUND names the field when a reference without a default is
-  // missing or not a scalar.
+  // The string for `event` (canonical wire bytes, wire_event.h). NOT_FOUND names the field when
+  // a reference without a default is missing or not a scalar.
   absl::StatusOr<std::string> Format(absl::string_view event) const;
 
  private:

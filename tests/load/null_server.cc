@@ -292,8 +292,9 @@ class AsyncDecodingService final
   std::vector<std::thread> threads_;
 };
 
-// Decoding from the raw bytes. kScan: what Shipper does (shipper/received_request.h). kEnvelope: reads the uuid and counts the events fields, skipping
-// their bytes: the transport limit without decoding.
+// Decoding from the raw bytes. kScan: what Shipper does (shipper/received_request.h).
+// kEnvelope: reads the uuid and counts the events fields, skipping their bytes: the transport
+// limit without decoding.
 class RawService final
     : public v1::Producer::WithRawCallbackMethod_PublishEvents<
           v1::Producer::WithCallbackMethod_PersistedIndex<v1::Producer::Service>> {

@@ -1,9 +1,10 @@
 // A Producer server with no queue and no output: the transport-and-decoding limit.
 //
 // PublishEvents decodes the request (by default as Shipper does, see Decode), checks the uuid
-// like Shipper does, gives the events the next indexes and replies at once; every accepted event counts
-// as persisted immediately, and PersistedIndex streams report it as Shipper would (one reply at
-// once, then on each change, at most once per polling_interval; a zero interval gives one reply).
+// like Shipper does, gives the events the next indexes and replies at once; every accepted
+// event counts as persisted immediately, and PersistedIndex streams report it as Shipper would
+// (one reply at once, then on each change, at most once per polling_interval; a zero interval
+// gives one reply).
 // Benchmarks divide Shipper's throughput by this server's, measured in the same run.
 //
 // Thread safety: Start/Shutdown from one thread; the accessors from any thread.
