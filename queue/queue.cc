@@ -529,7 +529,7 @@ QueueImpl* Impl(Queue* queue) { return static_cast<QueueImpl*>(queue); }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Queue>> Queue::Create(const Options& options) {
+absl::Status Queue::Validate(const Options& options) {
   // A ring of 2^26 slots is 2 GiB; a sidecar that wants more has a different problem.
   if (options.max_events < 1 || options.max_events > (size_t{1} << 26)) {
     return absl::InvalidArgumentError(
@@ -546,6 +546,11 @@ absl::StatusOr<std::unique_ptr<Queue>> Queue::Create(const Options& options) {
   if (WaitStrategyName(options.wait_strategy) == "unknown") {
     return absl::InvalidArgumentError("shipper.queue.mem.wait_strategy: unknown value");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Queue>> Queue::Create(const Options& options) {
+  if (absl::Status valid = Validate(options); !valid.ok()) return valid;
   return std::unique_ptr<Queue>(new QueueImpl(options));
 }
 

@@ -133,8 +133,10 @@ class Producer {
 
 class Queue {
  public:
-  // INVALID_ARGUMENT names the option to fix.
+  // INVALID_ARGUMENT names the option to fix: the one Validate() finds.
   static absl::StatusOr<std::unique_ptr<Queue>> Create(const Options& options);
+  // Whether Create() would take `options`; reads nothing else.
+  static absl::Status Validate(const Options& options);
   virtual ~Queue() = default;
 
   // `on_ack` may be null. The producer must not outlive the queue. Destroying it cancels it and

@@ -1,4 +1,6 @@
-// Shipper's configuration: the one place that knows every key, its type, default and meaning.
+// Shipper's configuration: every key, its type, default and meaning. The server's keys are
+// declared here (config.cc); each output's in its own folder (shipper/output/<name>/), gathered
+// through the registry (shipper/output/registry.h).
 //
 // Keys follow the Beats style (and the archived Go shipper's names where it had the key). A YAML
 // file may nest them (`shipper: {queue: {mem: {events: 4096}}}`) or dot them
@@ -10,6 +12,7 @@
 #define SHIPPER_SHIPPER_CONFIG_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,16 +21,11 @@
 #include "absl/time/time.h"
 #include "queue/queue.h"
 #include "runtime/cpu_quota.h"
+#include "shipper/output/output.h"
+#include "shipper/request_validation.h"
 
 namespace shipper {
 
-enum class OutputKind { kFile, kConsole, kDiscard, kRedis, kShipper };
-// When the file output flushes to disk: after every batch (before it counts as persisted), or
-// never (the kernel decides; a machine crash may lose what was reported persisted).
-enum class FsyncPolicy { kBatch, kNever };
-// How the Redis output stores each event: RPUSH onto a list, PUBLISH to a channel, XADD to a
-// stream.
-enum class RedisDatatype { kList, kChannel, kStream };
 // Whether a TLS listener asks clients for a certificate, and whether it must verify.
 enum class ClientAuthentication { kNone, kOptional, kRequired };
 
@@ -40,14 +38,11 @@ struct Config {
   // Permissions of the socket file when server_address is unix:///path.
   uint32_t socket_mode = 0600;
   // What one client may ask of the server; a request beyond a limit is refused with a status
-  // that names the limit's key.
-  struct Limits {
-    size_t max_message_size = 64 << 20;   // bytes of one request, as sent
+  // that names the limit's key. The limits of one request are RequestLimits'.
+  struct Limits : RequestLimits {
     // What gRPC may hold for all connections together, foremost requests on their way in;
     // beyond it gRPC resets streams (RESOURCE_EXHAUSTED) until memory frees. >= max_message_size.
     size_t max_receive_memory = 128 << 20;
-    size_t max_events_per_request = 65536;
-    size_t max_nesting_depth = 64;        // Struct/ListValue levels in an event's fields/metadata
     size_t max_concurrent_streams = 100;  // HTTP/2 streams (calls) at once per connection
     size_t max_connections = 512;         // live at once; 0: no limit (listener.h)
   } limits;
@@ -63,37 +58,16 @@ struct Config {
   // How many events an output worker takes from the queue at once.
   size_t bulk_max_size = 4096;
 
-  // Exactly one output is active; the file output when none is enabled.
-  OutputKind output = OutputKind::kFile;
-  struct FileOutput {
-    std::string path = "./data";  // a directory
-    std::string filename = "shipper.ndjson";
-    size_t rotate_every_kb = 10240;  // Beats' default: 10 MiB per file
-    size_t number_of_files = 7;      // filename, filename.1, ... filename.6
-    uint32_t permissions = 0600;     // of files the output creates
-    FsyncPolicy fsync = FsyncPolicy::kBatch;
-  } file;
-  struct RedisOutput {
-    std::vector<std::string> hosts = {"127.0.0.1:6379"};  // host:port; the next on failure
-    std::string key = "shipper";  // may hold %{[field.path]} or %{[field.path]:default}
-    RedisDatatype datatype = RedisDatatype::kList;
-    size_t db = 0;
-    std::string password;  // empty: no AUTH
-    absl::Duration timeout = absl::Seconds(5);
-  } redis;
-  struct ShipperOutput {
-    std::string server;  // the next Shipper: host:port or unix:///path
-    absl::Duration timeout = absl::Seconds(30);  // per PublishEvents call
-    // TLS to the next Shipper when enabled: its certificate is verified against
-    // certificate_authorities (empty: gRPC's default roots); certificate and key, both or
-    // neither, are this client's own for mTLS. Paths of PEM files.
-    struct Ssl {
-      bool enabled = false;
-      std::string certificate_authorities;
-      std::string certificate;
-      std::string key;
-    } ssl;
-  } shipper;
+  // Exactly one output is active: shipper.output.<output>, the file output when none is
+  // enabled. Its settings are the output's own (shipper/output/<name>/); never null once
+  // ParseConfig built the Config.
+  std::string output = "file";
+  std::shared_ptr<const OutputSettings> output_settings;
+  // The active output's settings as their own type. REQUIRES: `output` is S's output.
+  template <typename S>
+  const S& output_as() const {
+    return dynamic_cast<const S&>(*output_settings);
+  }
 
   // Retry policy of every output for transient failures: exponential backoff with jitter from
   // backoff_init up to backoff_max, retrying without limit.
@@ -123,7 +97,9 @@ struct Config {
 };
 
 // Builds the configuration from an optional YAML file (empty path: defaults only) and
-// `key=value` overrides applied in order. INVALID_ARGUMENT says which key is wrong and why.
+// `key=value` overrides applied in order, and checks that its settings make sense together
+// (pure: nothing outside the config is looked at). INVALID_ARGUMENT names every key that is
+// wrong and why, one per line.
 absl::StatusOr<Config> LoadConfig(const std::string& path,
                                   const std::vector<std::string>& overrides);
 
@@ -131,8 +107,12 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
 absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view source,
                                    const std::vector<std::string>& overrides);
 
-// "file", "console", "discard", "redis" or "shipper": the <name> in shipper.output.<name>.
-absl::string_view OutputName(OutputKind kind);
+// Checks that this machine can run `config`: every file a key names is readable (TLS
+// certificates and keys, valid PEM), every directory Shipper writes to is writable or can be
+// created, listen addresses resolve and their socket directories exist, and whatever else the
+// active output needs. Creates, binds and writes nothing. Start and --check_config both call it,
+// so both refuse the same configs with the same words. INVALID_ARGUMENT lists every problem.
+absl::Status Preflight(const Config& config);
 
 // One line per key with its default and meaning, for --help.
 std::string ConfigKeysHelp();

@@ -3,7 +3,11 @@
 #include <cstdio>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "shipper/output/file/file_output.h"
+#include "shipper/output/forward/forward_output.h"
+#include "shipper/output/redis/redis_output.h"
 #include "gtest/gtest.h"
 
 namespace shipper {
@@ -13,6 +17,13 @@ using ::testing::HasSubstr;
 
 absl::StatusOr<Config> Parse(absl::string_view yaml, std::vector<std::string> overrides = {}) {
   return ParseConfig(yaml, "test.yml", overrides);
+}
+
+// The active output's settings.
+const FileSettings& File(const Config& config) { return config.output_as<FileSettings>(); }
+const RedisSettings& Redis(const Config& config) { return config.output_as<RedisSettings>(); }
+const ForwardSettings& Forward(const Config& config) {
+  return config.output_as<ForwardSettings>();
 }
 
 std::string Error(absl::string_view yaml, std::vector<std::string> overrides = {}) {
@@ -26,9 +37,9 @@ TEST(ConfigTest, DefaultsServeLoopbackIntoFile) {
   absl::StatusOr<Config> config = Parse("");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->server_address, "127.0.0.1:50051");
-  EXPECT_EQ(config->output, OutputKind::kFile);
-  EXPECT_EQ(config->file.path, "./data");
-  EXPECT_EQ(config->file.filename, "shipper.ndjson");
+  EXPECT_EQ(config->output, "file");
+  EXPECT_EQ(File(*config).path, "./data");
+  EXPECT_EQ(File(*config).filename, "shipper.ndjson");
   EXPECT_EQ(config->shutdown_timeout, absl::Seconds(30));
 }
 
@@ -74,7 +85,7 @@ TEST(ConfigTest, OverridesApplyInOrderOnTopOfTheFile) {
              "shipper.output.discard.enabled=true", "shipper.cpu.rounding=ceil"});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->queue.max_events, 30u);
-  EXPECT_EQ(config->output, OutputKind::kDiscard);
+  EXPECT_EQ(config->output, "discard");
   EXPECT_EQ(config->cpu.rounding, runtime::Rounding::kCeil);
 }
 
@@ -124,7 +135,7 @@ TEST(ConfigTest, LoadsAFile) {
   std::ofstream(path) << "shipper.output.file.path: /tmp/out\n";
   absl::StatusOr<Config> config = LoadConfig(path, {});
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->file.path, "/tmp/out");
+  EXPECT_EQ(File(*config).path, "/tmp/out");
 }
 
 TEST(ConfigTest, HealthListenerIsOffByDefaultAndTakesHostPort) {
@@ -153,13 +164,15 @@ TEST(ConfigTest, HelpListsEveryKeyWithItsDefault) {
 TEST(ConfigTest, OutputKeysHaveBeatsDefaults) {
   absl::StatusOr<Config> config = Parse("");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->file.rotate_every_kb, 10240u);
-  EXPECT_EQ(config->file.number_of_files, 7u);
-  EXPECT_EQ(config->file.permissions, 0600u);
-  EXPECT_EQ(config->file.fsync, FsyncPolicy::kBatch);
-  EXPECT_EQ(config->redis.hosts, std::vector<std::string>{"127.0.0.1:6379"});
-  EXPECT_EQ(config->redis.datatype, RedisDatatype::kList);
-  EXPECT_EQ(config->redis.timeout, absl::Seconds(5));
+  EXPECT_EQ(File(*config).rotate_every_kb, 10240u);
+  EXPECT_EQ(File(*config).number_of_files, 7u);
+  EXPECT_EQ(File(*config).permissions, 0600u);
+  EXPECT_EQ(File(*config).fsync, FsyncPolicy::kBatch);
+  absl::StatusOr<Config> redis = Parse("shipper.output.redis.enabled: true");
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  EXPECT_EQ(Redis(*redis).hosts, std::vector<std::string>{"127.0.0.1:6379"});
+  EXPECT_EQ(Redis(*redis).datatype, RedisDatatype::kList);
+  EXPECT_EQ(Redis(*redis).timeout, absl::Seconds(5));
   EXPECT_EQ(config->backoff_init, absl::Seconds(1));
   EXPECT_EQ(config->backoff_max, absl::Seconds(60));
   EXPECT_EQ(config->dead_letter_path, "");
@@ -174,10 +187,10 @@ shipper.output.file:
   fsync: never
 )");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->file.rotate_every_kb, 64u);
-  EXPECT_EQ(config->file.number_of_files, 3u);
-  EXPECT_EQ(config->file.permissions, 0640u);
-  EXPECT_EQ(config->file.fsync, FsyncPolicy::kNever);
+  EXPECT_EQ(File(*config).rotate_every_kb, 64u);
+  EXPECT_EQ(File(*config).number_of_files, 3u);
+  EXPECT_EQ(File(*config).permissions, 0640u);
+  EXPECT_EQ(File(*config).fsync, FsyncPolicy::kNever);
   EXPECT_THAT(Error("shipper.output.file.permissions: 0800"), HasSubstr("octal permissions"));
   EXPECT_THAT(Error("shipper.output.file.permissions: 07777"), HasSubstr("octal permissions"));
   EXPECT_THAT(Error("shipper.output.file.number_of_files: 1"),
@@ -198,17 +211,18 @@ shipper.output.redis:
   timeout: 2s
 )");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->output, OutputKind::kRedis);
-  EXPECT_EQ(config->redis.hosts, (std::vector<std::string>{"10.0.0.1:6379", "10.0.0.2:6380"}));
-  EXPECT_EQ(config->redis.key, "logs-%{[data_stream.dataset]}");
-  EXPECT_EQ(config->redis.datatype, RedisDatatype::kStream);
-  EXPECT_EQ(config->redis.db, 3u);
-  EXPECT_EQ(config->redis.password, "secret");
-  EXPECT_EQ(config->redis.timeout, absl::Seconds(2));
-  config = Parse("", {"shipper.output.redis.hosts=a:1, b:2", "shipper.output.redis.datatype=channel"});
+  EXPECT_EQ(config->output, "redis");
+  EXPECT_EQ(Redis(*config).hosts, (std::vector<std::string>{"10.0.0.1:6379", "10.0.0.2:6380"}));
+  EXPECT_EQ(Redis(*config).key, "logs-%{[data_stream.dataset]}");
+  EXPECT_EQ(Redis(*config).datatype, RedisDatatype::kStream);
+  EXPECT_EQ(Redis(*config).db, 3u);
+  EXPECT_EQ(Redis(*config).password, "secret");
+  EXPECT_EQ(Redis(*config).timeout, absl::Seconds(2));
+  config = Parse("", {"shipper.output.redis.enabled=true", "shipper.output.redis.hosts=a:1, b:2",
+                      "shipper.output.redis.datatype=channel"});
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->redis.hosts, (std::vector<std::string>{"a:1", "b:2"}));
-  EXPECT_EQ(config->redis.datatype, RedisDatatype::kChannel);
+  EXPECT_EQ(Redis(*config).hosts, (std::vector<std::string>{"a:1", "b:2"}));
+  EXPECT_EQ(Redis(*config).datatype, RedisDatatype::kChannel);
   EXPECT_THAT(Error("shipper.output.redis.hosts: [a, {b: c}]"), HasSubstr("a list of non-empty"));
   EXPECT_THAT(Error("shipper.output.redis.hosts: 'a,,b'"), HasSubstr("a list of non-empty"));
   EXPECT_THAT(Error("shipper.output.redis.datatype: set"), HasSubstr("list|channel|stream"));
@@ -218,9 +232,9 @@ TEST(ConfigTest, ShipperOutputNeedsAServer) {
   absl::StatusOr<Config> config = Parse(
       "shipper.output.shipper: {enabled: true, server: 'aggregator:50051', timeout: 3s}");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->output, OutputKind::kShipper);
-  EXPECT_EQ(config->shipper.server, "aggregator:50051");
-  EXPECT_EQ(config->shipper.timeout, absl::Seconds(3));
+  EXPECT_EQ(config->output, "shipper");
+  EXPECT_EQ(Forward(*config).server, "aggregator:50051");
+  EXPECT_EQ(Forward(*config).timeout, absl::Seconds(3));
   EXPECT_THAT(Error("shipper.output.shipper.enabled: true"),
               HasSubstr("needs shipper.output.shipper.server"));
   EXPECT_THAT(Error("shipper.output.shipper.timeout: 0"), HasSubstr("must be above 0"));
@@ -302,11 +316,13 @@ shipper.output.shipper:
     key: /client.key
 )");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_TRUE(config->shipper.ssl.enabled);
-  EXPECT_EQ(config->shipper.ssl.certificate_authorities, "/ca.crt");
-  EXPECT_EQ(config->shipper.ssl.certificate, "/client.crt");
-  EXPECT_EQ(config->shipper.ssl.key, "/client.key");
-  EXPECT_FALSE(Parse("").value().shipper.ssl.enabled);
+  EXPECT_TRUE(Forward(*config).ssl.enabled);
+  EXPECT_EQ(Forward(*config).ssl.certificate_authorities, "/ca.crt");
+  EXPECT_EQ(Forward(*config).ssl.certificate, "/client.crt");
+  EXPECT_EQ(Forward(*config).ssl.key, "/client.key");
+  EXPECT_FALSE(Forward(*Parse("", {"shipper.output.shipper.enabled=true",
+                                   "shipper.output.shipper.server=a:1"}))
+                   .ssl.enabled);
   EXPECT_THAT(Error("shipper.output.shipper.ssl.certificate_authorities: /ca.crt"),
               HasSubstr("set shipper.output.shipper.ssl.enabled: true"));
   EXPECT_THAT(Error("shipper.output.shipper.ssl:\n  enabled: true\n  key: /k"),
@@ -357,6 +373,46 @@ TEST(ConfigTest, HttpEndpointAndMetricsPeriod) {
   EXPECT_THAT(Error("shipper.http.port: 65536"),
               HasSubstr("'shipper.http.port': expected a port number from 0 to 65535"));
   EXPECT_THAT(Error("shipper.metrics.period: often"), HasSubstr("shipper.metrics.period"));
+}
+
+std::string TestPath(absl::string_view name) {
+  return absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
+}
+
+TEST(ConfigTest, PreflightNamesWhatTlsSettingsMiss) {
+  const std::string cert = TestPath("cert.pem"), key = TestPath("key.pem");
+  std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
+  auto message = [](const Config::Ssl& ssl) {
+    Config config = *Parse("");
+    config.ssl = ssl;
+    absl::Status status = Preflight(config);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    return std::string(status.message());
+  };
+  auto ok = [](const Config::Ssl& ssl) {
+    Config config = *Parse("");
+    config.ssl = ssl;
+    return Preflight(config).ok();
+  };
+  Config::Ssl ssl;
+  ssl.key = key;
+  EXPECT_THAT(message(ssl), HasSubstr("need shipper.server.ssl.certificate"));
+  ssl = Config::Ssl{};
+  ssl.certificate = cert;
+  EXPECT_THAT(message(ssl), HasSubstr("needs shipper.server.ssl.key"));
+  ssl.key = TestPath("missing.pem");
+  EXPECT_THAT(message(ssl), HasSubstr("'shipper.server.ssl.key': cannot read"));
+  ssl.key = cert;
+  EXPECT_THAT(message(ssl), HasSubstr("is not a PEM file with a PRIVATE KEY"));
+  ssl.key = key;
+  EXPECT_TRUE(ok(ssl));
+  ssl.client_authentication = ClientAuthentication::kRequired;
+  EXPECT_THAT(message(ssl), HasSubstr("set it"));
+  ssl.certificate_authorities = key;
+  EXPECT_THAT(message(ssl), HasSubstr("'shipper.server.ssl.certificate_authorities'"));
+  ssl.certificate_authorities = cert;
+  EXPECT_TRUE(ok(ssl));
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
 #include "shipper/metrics/shipper_metrics.h"
+#include "shipper/address.h"
 #include "shipper/pem.h"
 
 namespace shipper {
@@ -79,18 +80,7 @@ constexpr size_t kRefusalMemory = 4 << 20;
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(
     const Config::Ssl& ssl) {
-  if (ssl.certificate.empty()) {
-    if (!ssl.key.empty() || ssl.client_authentication != ClientAuthentication::kNone) {
-      return absl::InvalidArgumentError(
-          "shipper.server.ssl.key and client_authentication need "
-          "shipper.server.ssl.certificate: set it to serve TLS");
-    }
-    return grpc::InsecureServerCredentials();
-  }
-  if (ssl.key.empty()) {
-    return absl::InvalidArgumentError(
-        "shipper.server.ssl.certificate needs shipper.server.ssl.key (its private key)");
-  }
+  if (ssl.certificate.empty()) return grpc::InsecureServerCredentials();
   absl::StatusOr<std::string> cert =
       ReadPem("shipper.server.ssl.certificate", ssl.certificate, "CERTIFICATE");
   if (!cert.ok()) return cert.status();
@@ -111,22 +101,11 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(
           GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
       break;
   }
-  if (ssl.certificate_authorities.empty()) {
-    return absl::InvalidArgumentError(
-        "shipper.server.ssl.client_authentication verifies client certificates against "
-        "shipper.server.ssl.certificate_authorities: set it");
-  }
   absl::StatusOr<std::string> cas = ReadPem("shipper.server.ssl.certificate_authorities",
                                             ssl.certificate_authorities, "CERTIFICATE");
   if (!cas.ok()) return cas.status();
   options.pem_root_certs = *cas;
   return grpc::SslServerCredentials(options);
-}
-
-std::string UnixSocketPath(absl::string_view address) {
-  if (!absl::ConsumePrefix(&address, "unix:")) return "";
-  absl::ConsumePrefix(&address, "//");  // unix:///abs/path keeps its leading slash
-  return std::string(address);
 }
 
 absl::Status ReplaceStaleSocket(const std::string& path) {
@@ -177,58 +156,53 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const Config& config) {
   return listener;
 }
 
-absl::Status Listener::Bind() {
-  const auto cannot = [this](absl::string_view why) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on '", configured_address_, "' (",
-                                               why, "): change shipper.server.server"));
-  };
-  if (const std::string path = UnixSocketPath(configured_address_); !path.empty()) {
-    if (absl::Status status = ReplaceStaleSocket(path); !status.ok()) return status;
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof(addr.sun_path)) return cannot("path too long");
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return absl::InternalError(Errno("socket"));
-    sockets_.push_back(fd);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      return cannot(Errno("bind"));
-    }
-    socket_path_ = path;  // ours now, to remove on Stop()
-    // Before listen(), so nobody connects under the umask's permissions.
-    if (chmod(socket_path_.c_str(), socket_mode_) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot set shipper.server.socket_mode on '", socket_path_, "': ", strerror(errno)));
-    }
-    if (listen(fd, SOMAXCONN) != 0) return cannot(Errno("listen"));
-    address_ = configured_address_;
-    return absl::OkStatus();
-  }
+absl::Status Listener::Cannot(absl::string_view why) const {
+  return absl::UnavailableError(absl::StrCat("cannot listen on '", configured_address_, "' (",
+                                             why, "): change shipper.server.server"));
+}
 
-  const size_t colon = configured_address_.rfind(':');
-  if (colon == std::string::npos) return cannot("not host:port or unix:///path");
-  absl::string_view bracketed = absl::string_view(configured_address_).substr(0, colon);
-  if (absl::ConsumePrefix(&bracketed, "[")) absl::ConsumeSuffix(&bracketed, "]");
-  const std::string host(bracketed), port = configured_address_.substr(colon + 1);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
-      rc != 0) {
-    return cannot(gai_strerror(rc));
+absl::Status Listener::Bind() {
+  if (std::string path = UnixSocketPath(configured_address_); !path.empty()) {
+    return BindUnix(std::move(path));
   }
-  const std::unique_ptr<addrinfo, void (*)(addrinfo*)> free_found(found, freeaddrinfo);
+  return BindTcp();
+}
+
+absl::Status Listener::BindUnix(std::string path) {
+  if (absl::Status status = ReplaceStaleSocket(path); !status.ok()) return status;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return Cannot("path too long");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(Errno("socket"));
+  sockets_.push_back(fd);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return Cannot(Errno("bind"));
+  }
+  socket_path_ = std::move(path);  // ours now, to remove on Stop()
+  // Before listen(), so nobody connects under the umask's permissions.
+  if (chmod(socket_path_.c_str(), socket_mode_) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot set shipper.server.socket_mode on '", socket_path_, "': ", strerror(errno)));
+  }
+  if (listen(fd, SOMAXCONN) != 0) return Cannot(Errno("listen"));
+  address_ = configured_address_;
+  return absl::OkStatus();
+}
+
+absl::Status Listener::BindTcp() {
+  absl::StatusOr<AddressList> found = ResolveListenAddress(configured_address_);
+  if (!found.ok()) return Cannot(found.status().message());
   bool both_families = false;
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    both_families |= a->ai_family != found->ai_family;
+  for (addrinfo* a = found->get(); a != nullptr; a = a->ai_next) {
+    both_families |= a->ai_family != (*found)->ai_family;
   }
   // Every address the host resolves to (localhost: 127.0.0.1 and ::1), on one port: the first
   // bound one's when port 0 asked for a free one.
   int bound_port = 0;
   std::string errors;
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+  for (addrinfo* a = found->get(); a != nullptr; a = a->ai_next) {
     sockaddr_storage addr{};
     std::memcpy(&addr, a->ai_addr, a->ai_addrlen);
     in_port_t* addr_port = a->ai_family == AF_INET6
@@ -257,8 +231,9 @@ absl::Status Listener::Bind() {
       bound_port = ntohs(*addr_port);
     }
   }
-  if (sockets_.empty()) return cannot(errors);
-  address_ = absl::StrCat(configured_address_.substr(0, colon), ":", bound_port);
+  if (sockets_.empty()) return Cannot(errors);
+  address_ = absl::StrCat(configured_address_.substr(0, configured_address_.rfind(':')), ":",
+                          bound_port);
   return absl::OkStatus();
 }
 

@@ -16,7 +16,7 @@
 // soon as the peer goes away, or after 10 s when it has not finished its handshake (so that
 // silent connections cannot hold the slots).
 //
-// Thread safety: ListenerCredentials, UnixSocketPath and ReplaceStaleSocket are stateless.
+// Thread safety: ListenerCredentials and ReplaceStaleSocket are stateless.
 // A Listener is driven from one thread (Open, ServeWith, Start, Stop) and runs one accept
 // thread of its own between Start and Stop.
 #ifndef SHIPPER_SHIPPER_LISTENER_H_
@@ -40,14 +40,10 @@
 namespace shipper {
 
 // Insecure credentials without a certificate, TLS or mTLS credentials otherwise. Reads the PEM
-// files now; INVALID_ARGUMENT names the key whose file is missing, unreadable or not PEM, or
-// the key that a setting needs but lacks.
+// files now; INVALID_ARGUMENT names the key whose file is unreadable or not PEM.
+// REQUIRES: Preflight (config.h) found the settings complete.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(
     const Config::Ssl& ssl);
-
-// The socket file of a unix: address ("unix:///abs/path" or "unix:rel/path"); empty for any
-// other address.
-std::string UnixSocketPath(absl::string_view address);
 
 // Makes `path` free for a new socket: removes a socket file nobody listens on (left by a crash).
 // UNAVAILABLE when a process still accepts connections on it, INVALID_ARGUMENT when the path
@@ -83,7 +79,11 @@ class Listener {
   };
 
   Listener(const Config& config, std::shared_ptr<grpc::ServerCredentials> credentials);
-  absl::Status Bind();
+  absl::Status Bind();  // BindUnix or BindTcp, as the address says
+  absl::Status BindUnix(std::string path);
+  absl::Status BindTcp();
+  // UNAVAILABLE: cannot listen on the address, because of `why`.
+  absl::Status Cannot(absl::string_view why) const;
   void Accept();                     // the accept thread
   void Hand(int listen_fd, int fd);  // to the server or the refusal server
   bool Admit(int fd);                // false: the server has max_connections live ones

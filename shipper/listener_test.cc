@@ -1,4 +1,5 @@
 #include "shipper/listener.h"
+#include "shipper/address.h"
 
 #include <netdb.h>
 #include <sys/socket.h>
@@ -79,31 +80,15 @@ TEST(ListenerTest, PlaintextWithoutCertificate) {
   EXPECT_TRUE(ListenerCredentials(Config::Ssl{}).ok());
 }
 
-TEST(ListenerTest, IncompleteSslSettingsNameWhatIsMissing) {
+TEST(ListenerTest, TlsFromCheckedSettings) {
   const std::string cert = TempPath("cert.pem"), key = TempPath("key.pem");
   std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
   std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
-  auto message = [](const Config::Ssl& ssl) {
-    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = ListenerCredentials(ssl);
-    EXPECT_EQ(creds.status().code(), absl::StatusCode::kInvalidArgument);
-    return std::string(creds.status().message());
-  };
   Config::Ssl ssl;
-  ssl.key = key;
-  EXPECT_THAT(message(ssl), HasSubstr("need shipper.server.ssl.certificate"));
-  ssl = Config::Ssl{};
   ssl.certificate = cert;
-  EXPECT_THAT(message(ssl), HasSubstr("needs shipper.server.ssl.key"));
-  ssl.key = TempPath("missing.pem");
-  EXPECT_THAT(message(ssl), HasSubstr("'shipper.server.ssl.key': cannot read"));
-  ssl.key = cert;
-  EXPECT_THAT(message(ssl), HasSubstr("is not a PEM file with a PRIVATE KEY"));
   ssl.key = key;
   EXPECT_TRUE(ListenerCredentials(ssl).ok());
   ssl.client_authentication = ClientAuthentication::kRequired;
-  EXPECT_THAT(message(ssl), HasSubstr("set it"));
-  ssl.certificate_authorities = key;
-  EXPECT_THAT(message(ssl), HasSubstr("'shipper.server.ssl.certificate_authorities'"));
   ssl.certificate_authorities = cert;
   EXPECT_TRUE(ListenerCredentials(ssl).ok());
 }

@@ -16,7 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "glog/logging.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/signals.h"
@@ -27,7 +27,10 @@
 ABSL_FLAG(std::string, c, "",
           "YAML config file; without it, built-in defaults (listen on 127.0.0.1:50051, file "
           "output into ./data/shipper.ndjson)");
-ABSL_FLAG(bool, check_config, false, "validate the configuration, print it, and exit");
+ABSL_FLAG(bool, check_config, false,
+          "validate the configuration as start would (keys, files, directories, addresses), "
+          "report every problem, and exit: 0 if it would start, 2 if not; creates, binds and "
+          "writes nothing");
 ABSL_FLAG(int, cpus, 0,
           "use this many CPUs for thread pools instead of the detected container CPU quota "
           "(also SHIPPER_CPUS); turns re-tuning off");
@@ -61,21 +64,12 @@ std::vector<std::string> TakeOverrides(int* argc, char** argv) {
   return overrides;
 }
 
-std::string Destination(const shipper::Config& config) {
-  switch (config.output) {
-    case shipper::OutputKind::kFile:
-      return absl::StrCat("file ", config.file.path, "/", config.file.filename);
-    case shipper::OutputKind::kConsole:
-      return "console (stdout)";
-    case shipper::OutputKind::kDiscard:
-      return "discard (events are counted and dropped)";
-    case shipper::OutputKind::kRedis:
-      return absl::StrCat("redis ", absl::StrJoin(config.redis.hosts, ","), " key ",
-                          config.redis.key);
-    case shipper::OutputKind::kShipper:
-      return absl::StrCat("shipper at ", config.shipper.server);
+// Config problems, one line each, and the exit code for them.
+int Refuse(const absl::Status& status) {
+  for (absl::string_view line : absl::StrSplit(status.message(), '\n')) {
+    std::cerr << "shipper: " << line << "\n";
   }
-  return "";
+  return 2;
 }
 
 }  // namespace
@@ -98,20 +92,19 @@ int main(int argc, char** argv) {
   std::vector<std::string> overrides = TakeOverrides(&argc, argv);
   absl::ParseCommandLine(argc, argv);
 
+  // Start and --check_config refuse the same configs with the same words: both run these.
   absl::StatusOr<shipper::Config> config = shipper::LoadConfig(absl::GetFlag(FLAGS_c), overrides);
-  if (!config.ok()) {
-    std::cerr << "shipper: " << config.status().message() << "\n";
-    return 2;
+  if (!config.ok()) return Refuse(config.status());
+  if (absl::Status preflight = shipper::Preflight(*config); !preflight.ok()) {
+    return Refuse(preflight);
   }
   absl::StatusOr<int> env_cpus = shipper::runtime::OverrideFromEnv();
-  if (!env_cpus.ok()) {
-    std::cerr << "shipper: " << env_cpus.status().message() << "\n";
-    return 2;
-  }
+  if (!env_cpus.ok()) return Refuse(env_cpus.status());
   config->cpu.override_cpus = absl::GetFlag(FLAGS_cpus) > 0 ? absl::GetFlag(FLAGS_cpus) : *env_cpus;
+  const std::string destination = config->output_settings->Destination();
   if (absl::GetFlag(FLAGS_check_config)) {
-    std::cout << "config OK: listen on " << config->server_address << ", output "
-              << Destination(*config) << "\n";
+    std::cout << "config OK: listen on " << config->server_address << ", output " << destination
+              << "\n";
     return 0;
   }
 
@@ -121,7 +114,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   LOG(INFO) << "Shipper " << shipper::kVersion << " listening on " << (*shipper)->address()
-            << " (uuid " << (*shipper)->uuid() << "), events go to " << Destination(*config);
+            << " (uuid " << (*shipper)->uuid() << "), events go to " << destination;
 
   int signal = shipper::runtime::WaitForTerminationSignal();
   LOG(INFO) << strsignal(signal) << ": draining for up to " << config->shutdown_timeout

@@ -8,7 +8,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/stubs/common.h"
 #include "proto/messages.pb.h"
-#include "shipper/wire_event.h"
+#include "shipper/event/wire_event.h"
 
 namespace shipper {
 namespace {

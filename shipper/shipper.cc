@@ -46,9 +46,18 @@ class ShipperImpl final : public Shipper {
     absl::StatusOr<std::unique_ptr<queue::Queue>> queue = queue::Queue::Create(config_.queue);
     if (!queue.ok()) return queue.status();
     queue_ = *std::move(queue);
-    absl::StatusOr<std::unique_ptr<Delivery>> delivery = Delivery::Create(config_, queue_.get());
-    if (!delivery.ok()) return delivery.status();
-    delivery_ = *std::move(delivery);
+    absl::StatusOr<std::unique_ptr<Output>> output = config_.output_settings->Build();
+    if (!output.ok()) return output.status();
+    absl::StatusOr<std::unique_ptr<DeadLetters>> dead_letters =
+        DeadLetters::Open(config_.dead_letter_path);
+    if (!dead_letters.ok()) return dead_letters.status();
+    Delivery::Options delivery;
+    delivery.bulk_max_size = config_.bulk_max_size;
+    delivery.backoff_init = config_.backoff_init;
+    delivery.backoff_max = config_.backoff_max;
+    delivery.name = config_.output;
+    delivery_ = std::make_unique<Delivery>(queue_.get(), *std::move(output),
+                                           *std::move(dead_letters), delivery);
 
     runtime::CpuQuotaOptions cpu_options;
     cpu_options.rounding = config_.cpu.rounding;
@@ -58,12 +67,9 @@ class ShipperImpl final : public Shipper {
     grpc_quota_.SetMaxThreads(runtime::GrpcSyncServerMaxThreads(cpus));
     workers_ = std::make_unique<runtime::WorkerPool>(
         "output", runtime::OutputWorkers(cpus),
-        [this](const runtime::WorkerPool::Worker& self) { delivery_->Run(self); });
+        [this](const runtime::WorkerPool::Worker&) { delivery_->Run(); });
 
-    service_ = std::make_unique<ProducerService>(
-        queue_.get(), uuid_,
-        RequestLimits{config_.limits.max_message_size, config_.limits.max_events_per_request,
-                      config_.limits.max_nesting_depth});
+    service_ = std::make_unique<ProducerService>(queue_.get(), uuid_, config_.limits);
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Open(config_);

@@ -1,7 +1,7 @@
 // A running Shipper: gRPC server → queue → output workers → acknowledgements.
 //
 // Start() builds every part from a Config and serves; Stop() drains gracefully. main() is a thin
-// wrapper around this class, and tests start it in-process the same way.
+// wrapper around this class; tests run the real binary (tests/testing/shipper_process.h).
 //
 // Thread safety: Stop() may be called from any one thread; the accessors from any thread.
 #ifndef SHIPPER_SHIPPER_SHIPPER_H_
@@ -19,7 +19,8 @@ namespace shipper {
 class Shipper {
  public:
   // Fails with INVALID_ARGUMENT (bad setting) or UNAVAILABLE (address in use) and a message
-  // saying what to fix.
+  // saying what to fix. REQUIRES: Preflight(config) (config.h) found no problem: start only
+  // binds and creates what it checked.
   static absl::StatusOr<std::unique_ptr<Shipper>> Start(const Config& config);
   virtual ~Shipper() = default;
 

@@ -1,14 +1,13 @@
 #include "shipper/output/batch_json.h"
 
-#include "shipper/wire_event.h"
 
 namespace shipper {
 
-void BatchJson::Encode(const queue::Batch& batch) {
+void BatchJson::Encode(const Events& events) {
   buffer_.Clear();
   ends_.clear();
-  for (size_t i = 0; i < batch.size(); ++i) {
-    writer_.Append(wire::Bytes(batch.event(i)), batch.first_index() + i);
+  for (size_t i = 0; i < events.size(); ++i) {
+    writer_.Append(events.bytes(i), events.index(i));
     ends_.push_back(buffer_.GetSize());
   }
 }

@@ -12,17 +12,16 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "queue/queue.h"
 #include "rapidjson/stringbuffer.h"
-#include "shipper/event_json.h"
+#include "shipper/event/event_json.h"
+#include "shipper/output/output.h"
 
 namespace shipper {
 
 class BatchJson {
  public:
-  // Encodes every event of `batch` (each an Event's wire bytes, wire_event.h), replacing what
-  // was encoded before.
-  void Encode(const queue::Batch& batch);
+  // Encodes every one of `events`, replacing what was encoded before.
+  void Encode(const Events& events);
 
   size_t size() const { return ends_.size(); }
   // Every document, each followed by '\n'.

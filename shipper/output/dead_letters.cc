@@ -10,17 +10,26 @@
 #include "glog/logging.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
-#include "shipper/event_json.h"
+#include "shipper/event/event_json.h"
 #include "shipper/output/file_util.h"
-#include "shipper/wire_event.h"
+#include "shipper/preflight.h"
 
 namespace shipper {
 
+namespace {
+constexpr char kKey[] = "shipper.dead_letter.path";
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<DeadLetters>> DeadLetters::Open(const std::string& path) {
   if (path.empty()) return std::unique_ptr<DeadLetters>(new DeadLetters(-1, ""));
+  const size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    absl::Status dir = MakeDirectories(kKey, path.substr(0, slash), 0750);
+    if (!dir.ok()) return dir;
+  }
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("shipper.dead_letter.path: cannot open '", path,
+    return absl::InvalidArgumentError(absl::StrCat(kKey, ": cannot open '", path,
                                                    "' for appending: ", std::strerror(errno)));
   }
   return std::unique_ptr<DeadLetters>(new DeadLetters(fd, path));
@@ -30,13 +39,12 @@ DeadLetters::~DeadLetters() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-absl::Status DeadLetters::Record(const queue::Batch& batch, absl::Span<const Rejection> rejected) {
+absl::Status DeadLetters::Record(const Events& events, absl::Span<const Rejection> rejected) {
   rapidjson::StringBuffer lines;
   rapidjson::StringBuffer document;
   for (const Rejection& r : rejected) {
     document.Clear();
-    AppendEventJson(wire::Bytes(batch.event(r.position)), batch.first_index() + r.position,
-                    &document);
+    AppendEventJson(events.bytes(r.event), events.index(r.event), &document);
     rapidjson::Writer<rapidjson::StringBuffer> w(lines);
     w.StartObject();
     w.Key("reason");

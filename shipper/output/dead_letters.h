@@ -18,21 +18,20 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "queue/queue.h"
 #include "shipper/output/output.h"
 
 namespace shipper {
 
 class DeadLetters {
  public:
-  // Opens (creating it 0600) `path` for appending; an empty path logs instead.
-  // INVALID_ARGUMENT names shipper.dead_letter.path when the file cannot be opened.
+  // Opens (creating it 0600, and its directory) `path` for appending; an empty path logs
+  // instead. INVALID_ARGUMENT names shipper.dead_letter.path when the file cannot be opened.
   static absl::StatusOr<std::unique_ptr<DeadLetters>> Open(const std::string& path);
   ~DeadLetters();
 
-  // Records the `rejected` events of `batch`. An error (disk full, ...) means none counts as
-  // recorded: the caller retries the batch.
-  absl::Status Record(const queue::Batch& batch, absl::Span<const Rejection> rejected);
+  // Records the `rejected` ones of `events`. An error (disk full, ...) means none counts as
+  // recorded: the caller retries them.
+  absl::Status Record(const Events& events, absl::Span<const Rejection> rejected);
 
  private:
   DeadLetters(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}

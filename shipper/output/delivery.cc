@@ -1,5 +1,6 @@
 #include "shipper/output/delivery.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -9,22 +10,6 @@
 
 namespace shipper {
 
-absl::StatusOr<std::unique_ptr<Delivery>> Delivery::Create(const Config& config,
-                                                           queue::Queue* queue) {
-  absl::StatusOr<std::unique_ptr<Output>> output = NewOutput(config);
-  if (!output.ok()) return output.status();
-  absl::StatusOr<std::unique_ptr<DeadLetters>> dead_letters =
-      DeadLetters::Open(config.dead_letter_path);
-  if (!dead_letters.ok()) return dead_letters.status();
-  Options options;
-  options.bulk_max_size = config.bulk_max_size;
-  options.backoff_init = config.backoff_init;
-  options.backoff_max = config.backoff_max;
-  options.name = std::string(OutputName(config.output));
-  return std::make_unique<Delivery>(queue, *std::move(output), *std::move(dead_letters),
-                                    options);
-}
-
 Delivery::Delivery(queue::Queue* queue, std::unique_ptr<Output> output,
                    std::unique_ptr<DeadLetters> dead_letters, const Options& options)
     : queue_(queue),
@@ -33,32 +18,51 @@ Delivery::Delivery(queue::Queue* queue, std::unique_ptr<Output> output,
       options_(options),
       metrics_(metrics::ShipperMetrics::Get().Output(options.name)) {}
 
-void Delivery::Run(const runtime::WorkerPool::Worker&) {
+void Delivery::Run() {
   queue::Batch batch = queue_->Get(options_.bulk_max_size, absl::Now() + options_.poll);
   if (!batch.empty()) Deliver(batch);
 }
 
 void Delivery::Deliver(queue::Batch& batch) {
   std::optional<Backoff> backoff;  // only failing batches pay for its random generator
-  std::vector<Rejection> rejected;
+  // The batch positions still to write; empty: all of them (the first attempt).
+  std::vector<uint32_t> pending, still_pending;
+  Outcome outcome;
   metrics_.batch_events.Observe(batch.size());
   while (true) {
-    rejected.clear();
+    const Events events = pending.empty() ? Events(batch) : Events(batch, pending);
+    outcome.Clear();
     const absl::Time start = absl::Now();
-    absl::Status status = output_->Write(batch, &rejected);
+    absl::Status status = output_->Write(events, &outcome);
     metrics_.write_seconds.ObserveDuration(absl::Now() - start);
-    if (status.ok() && !rejected.empty()) status = dead_letters_->Record(batch, rejected);
     if (status.ok()) {
-      metrics_.dead_lettered.Add(rejected.size());
-      batch.Done();
-      return;
+      // Rejected events that could not be recorded are tried again, with those that failed.
+      if (!outcome.rejected.empty()) {
+        status = dead_letters_->Record(events, outcome.rejected);
+        if (status.ok()) {
+          metrics_.dead_lettered.Add(outcome.rejected.size());
+        } else {
+          for (const Rejection& r : outcome.rejected) outcome.failed.push_back(r.event);
+          std::sort(outcome.failed.begin(), outcome.failed.end());
+          outcome.failure = std::string(status.message());
+        }
+      }
+      if (outcome.failed.empty()) {
+        batch.Done();
+        return;
+      }
+      still_pending.clear();
+      for (size_t i : outcome.failed) still_pending.push_back(events.position(i));
+      pending.swap(still_pending);
+      status = absl::UnavailableError(outcome.failure);
     }
     metrics_.errors.Add();
     if (!backoff) backoff.emplace(options_.backoff_init, options_.backoff_max);
     const absl::Duration wait = backoff->Next();
-    LOG(WARNING) << "output failed, retrying " << batch.size() << " events (indexes "
-                 << batch.first_index() << ".." << batch.first_index() + batch.size() - 1
-                 << ") in " << wait << ": " << status;
+    const size_t retrying = pending.empty() ? batch.size() : pending.size();
+    LOG(WARNING) << "output failed, retrying " << retrying << " of " << batch.size()
+                 << " events (indexes " << batch.first_index() << ".."
+                 << batch.first_index() + batch.size() - 1 << ") in " << wait << ": " << status;
     if (give_up_.WaitForNotificationWithTimeout(wait)) {
       batch.Abandon();
       return;

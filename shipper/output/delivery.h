@@ -1,28 +1,26 @@
 // Delivery: the output workers' loop. Takes batches from the queue, writes them to the one
-// output, retries transient failures with backoff (shared by all outputs, without limit), sends
-// permanently rejected events to the dead-letter file, and marks a batch done only then.
+// output, retries what failed for now with backoff (shared by all outputs, without limit): the
+// whole batch when Write() failed as a whole, else only the events it said failed. Events
+// rejected for good go to the dead-letter file. A batch is marked done only once every event is
+// written or recorded.
 //
 // The WorkerPool calls Run() again and again on each output worker thread; concurrent workers
 // pipeline batches through the output. At shutdown, once the queue's drain deadline has passed,
 // GiveUp() makes workers abandon batches they cannot deliver, so their events are never reported
 // persisted and their clients resend them.
 //
-// Thread safety: Run() from any number of worker threads at once; GiveUp() and stats() from any
-// thread.
+// Thread safety: Run() from any number of worker threads at once; GiveUp() from any thread.
 #ifndef SHIPPER_SHIPPER_OUTPUT_DELIVERY_H_
 #define SHIPPER_SHIPPER_OUTPUT_DELIVERY_H_
 
 #include <atomic>
 #include <cstddef>
-#include <cstdint>
 #include <memory>
+#include <string>
 
-#include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "queue/queue.h"
-#include "runtime/worker_pool.h"
-#include "shipper/config.h"
 #include "shipper/metrics/shipper_metrics.h"
 #include "shipper/output/dead_letters.h"
 #include "shipper/output/output.h"
@@ -31,26 +29,25 @@ namespace shipper {
 
 class Delivery {
  public:
+  // The config keys of the retry policy are shipper.output.{bulk_max_size,backoff.*}; their
+  // defaults are config.h's.
   struct Options {
-    size_t bulk_max_size = 4096;  // events per batch
-    absl::Duration backoff_init = absl::Seconds(1);
-    absl::Duration backoff_max = absl::Seconds(60);
+    size_t bulk_max_size;  // events per batch
+    absl::Duration backoff_init;
+    absl::Duration backoff_max;
     // How long an idle worker waits for a batch before it returns to the pool (which checks
     // whether the worker should stop).
     absl::Duration poll = absl::Milliseconds(500);
-    // The output label of its metrics, as in shipper.output.<name>.
-    std::string name = "output";
+    // The output label of its metrics: the <name> of shipper.output.<name>.
+    std::string name;
   };
 
-  // The output, dead-letter file and retry policy that `config` selects; errors name the
-  // setting to fix. `queue` must outlive the Delivery.
-  static absl::StatusOr<std::unique_ptr<Delivery>> Create(const Config& config,
-                                                          queue::Queue* queue);
+  // `queue` must outlive the Delivery.
   Delivery(queue::Queue* queue, std::unique_ptr<Output> output,
            std::unique_ptr<DeadLetters> dead_letters, const Options& options);
 
   // One unit of a worker's work: waits up to options.poll for a batch and delivers it.
-  void Run(const runtime::WorkerPool::Worker& self);
+  void Run();
 
   // The drain deadline passed: batches that fail from now on are abandoned, and waiting outputs
   // are cancelled. Idempotent.

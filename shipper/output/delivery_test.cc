@@ -2,14 +2,17 @@
 // rejects as each test scripts (real outputs' failures are tested in tests/outputs/).
 #include "shipper/output/delivery.h"
 
+#include <algorithm>
 #include <deque>
 #include <fstream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "shipper/metrics/shipper_metrics.h"
+#include "runtime/worker_pool.h"
 #include "shipper/output/queued_events.h"
 
 namespace shipper {
@@ -17,17 +20,19 @@ namespace {
 
 namespace pb = elastic::agent::shipper::v1::messages;
 
-// What one Write() call does: fail, or succeed rejecting some positions.
+// What one Write() call does: fail as a whole, or succeed rejecting some events for good and
+// failing others for now (as i in the Events it was given).
 struct Step {
   absl::Status status;
   std::vector<size_t> reject;
+  std::vector<size_t> fail = {};
 };
 
 class ScriptedOutput final : public Output {
  public:
   explicit ScriptedOutput(std::deque<Step> script) : script_(std::move(script)) {}
 
-  absl::Status Write(const queue::Batch& batch, std::vector<Rejection>* rejected) override {
+  absl::Status Write(const Events& events, Outcome* outcome) override {
     absl::MutexLock lock(&mu_);
     ++calls_;
     Step step;  // once the script is over: OK, nothing rejected
@@ -35,9 +40,16 @@ class ScriptedOutput final : public Output {
       step = std::move(script_.front());
       script_.pop_front();
     }
-    for (size_t p : step.reject) rejected->push_back({p, absl::StrCat("bad event ", p)});
-    if (step.status.ok()) written_ += batch.size() - rejected->size();
-    return step.status;
+    for (size_t i : step.reject) outcome->rejected.push_back({i, absl::StrCat("bad event ", i)});
+    for (size_t i : step.fail) outcome->Fail(i, "partition without a leader");
+    if (!step.status.ok()) return step.status;
+    for (size_t i = 0; i < events.size(); ++i) {
+      const bool unwritten =
+          std::count(step.reject.begin(), step.reject.end(), i) +
+              std::count(step.fail.begin(), step.fail.end(), i) > 0;
+      if (!unwritten) ++written_[events.index(i)];
+    }
+    return absl::OkStatus();
   }
 
   int calls() {
@@ -47,17 +59,24 @@ class ScriptedOutput final : public Output {
   // Events of the writes it confirmed, the rejected ones not included.
   size_t written() {
     absl::MutexLock lock(&mu_);
-    return written_;
+    size_t n = 0;
+    for (const auto& [index, times] : written_) n += times;
+    return n;
+  }
+  // How often the event with queue index `index` was written.
+  int times_written(uint64_t index) {
+    absl::MutexLock lock(&mu_);
+    return written_[index];
   }
 
  private:
   absl::Mutex mu_;
   std::deque<Step> script_ ABSL_GUARDED_BY(mu_);
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t written_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, int> written_ ABSL_GUARDED_BY(mu_);  // queue index -> times written
 };
 
-std::vector<pb::Event> Events(int n) {
+std::vector<pb::Event> TestEvents(int n) {
   std::vector<pb::Event> events(n);
   for (int i = 0; i < n; ++i) {
     (*events[i].mutable_fields()->mutable_data())["seq"].set_int64_value(i);
@@ -81,7 +100,7 @@ const metrics::OutputMetrics& Metrics(const Delivery::Options& options) {
 }
 
 TEST(DeliveryTest, RetriesTransientFailuresUntilTheOutputConfirms) {
-  QueuedEvents events(Events(10));
+  QueuedEvents events(TestEvents(10));
   auto output = std::make_unique<ScriptedOutput>(std::deque<Step>{
       {absl::UnavailableError("down"), {}}, {absl::UnavailableError("still down"), {}}});
   ScriptedOutput* script = output.get();
@@ -89,7 +108,7 @@ TEST(DeliveryTest, RetriesTransientFailuresUntilTheOutputConfirms) {
   Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), options);
   {
     runtime::WorkerPool pool("deliver", 1,
-                             [&](const runtime::WorkerPool::Worker& self) { delivery.Run(self); });
+                             [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
     EXPECT_EQ(events.queue().WaitPersisted(9, absl::Now() + absl::Seconds(10)), 10u);
   }
   EXPECT_EQ(script->calls(), 3);
@@ -101,7 +120,7 @@ TEST(DeliveryTest, RetriesTransientFailuresUntilTheOutputConfirms) {
 
 TEST(DeliveryTest, RejectedEventsGoToTheDeadLetterFileAndCountAsPersisted) {
   const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/dead.ndjson");
-  QueuedEvents events(Events(10));
+  QueuedEvents events(TestEvents(10));
   auto output = std::make_unique<ScriptedOutput>(std::deque<Step>{{absl::OkStatus(), {2, 7}}});
   ScriptedOutput* script = output.get();
   absl::StatusOr<std::unique_ptr<DeadLetters>> dead_letters = DeadLetters::Open(path);
@@ -110,7 +129,7 @@ TEST(DeliveryTest, RejectedEventsGoToTheDeadLetterFileAndCountAsPersisted) {
   Delivery delivery(&events.queue(), std::move(output), *std::move(dead_letters), options);
   {
     runtime::WorkerPool pool("deliver", 1,
-                             [&](const runtime::WorkerPool::Worker& self) { delivery.Run(self); });
+                             [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
     EXPECT_EQ(events.queue().WaitPersisted(9, absl::Now() + absl::Seconds(10)), 10u);
   }
   EXPECT_EQ(Metrics(options).dead_lettered.value(), 2u);
@@ -130,15 +149,38 @@ TEST(DeliveryTest, RejectedEventsGoToTheDeadLetterFileAndCountAsPersisted) {
   }
 }
 
+TEST(DeliveryTest, RetriesOnlyTheEventsThatFailedForNow) {
+  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/partial.ndjson");
+  QueuedEvents events(TestEvents(10));
+  // Events 1, 4 and 8 fail for now and 6 is rejected; of the three retried (as i 0, 1, 2),
+  // the second fails again; then it is written.
+  auto output = std::make_unique<ScriptedOutput>(
+      std::deque<Step>{{absl::OkStatus(), {6}, {1, 4, 8}}, {absl::OkStatus(), {}, {1}}});
+  ScriptedOutput* script = output.get();
+  const Delivery::Options options = FastOptions();
+  Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(path), options);
+  {
+    runtime::WorkerPool pool("deliver", 1,
+                             [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
+    EXPECT_EQ(events.queue().WaitPersisted(9, absl::Now() + absl::Seconds(10)), 10u);
+  }
+  EXPECT_EQ(script->calls(), 3);
+  for (uint64_t index = 1; index <= 10; ++index) {
+    EXPECT_EQ(script->times_written(index), index == 7 ? 0 : 1) << "event with index " << index;
+  }
+  EXPECT_EQ(Metrics(options).dead_lettered.value(), 1u);
+  EXPECT_EQ(Metrics(options).retries.value(), 2u);
+}
+
 TEST(DeliveryTest, GivingUpAbandonsAFailingBatchWithoutReportingIt) {
-  QueuedEvents events(Events(5));
+  QueuedEvents events(TestEvents(5));
   std::deque<Step> failures(1000, Step{absl::UnavailableError("down"), {}});
   Delivery::Options options = FastOptions();
   options.backoff_init = options.backoff_max = absl::Milliseconds(50);
   Delivery delivery(&events.queue(), std::make_unique<ScriptedOutput>(std::move(failures)),
                     *DeadLetters::Open(""), options);
   runtime::WorkerPool pool("deliver", 1,
-                           [&](const runtime::WorkerPool::Worker& self) { delivery.Run(self); });
+                           [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
   absl::SleepFor(absl::Milliseconds(200));
   events.queue().Close();
   EXPECT_EQ(events.queue().Drain(absl::Now() + absl::Milliseconds(100)), 5u);

@@ -1,48 +1,105 @@
-// Outputs: where batches of events go once they leave the queue.
+// Outputs: where batches of events go once they leave the queue, and how each output declares
+// its settings.
 //
-// Delivery (delivery.h) takes a batch from the queue and calls Write(). Three outcomes:
-//   - OK with no rejections: every event is written, durable by the output's policy;
-//   - OK with rejections: the output refused those events for good (e.g. Redis WRONGTYPE) and
-//     wrote all the others; the refused ones go to the dead-letter file;
-//   - an error: a transient failure (server down, disk full, timeout). Nothing of the batch
-//     counts as written, and Delivery retries the whole batch with backoff, so an output may see
-//     the same events again (at-least-once).
-// The batch is marked done only after that, so the persisted index never runs ahead of what an
-// output confirmed.
+// Delivery (delivery.h) takes a batch from the queue and calls Write() with its events. Per
+// event, Write() says one of three things:
+//   - written (durable by the output's policy): the default, nothing to say;
+//   - rejected for good (Outcome::rejected; e.g. Redis WRONGTYPE, a Kafka message too large):
+//     retrying would fail the same way, so it goes to the dead-letter file;
+//   - failed for now (Outcome::failed; e.g. a Kafka partition without a leader, an
+//     Elasticsearch item answered 429): Delivery calls Write() again after a backoff with only
+//     the events that failed, so what was written is not written again.
+// An error status means the call failed as a whole (server down, disk full, timeout): nothing it
+// was given counts as written, and all of it is retried. An output may thus see the same events
+// again (at-least-once). The batch is marked done only when every event is written or recorded
+// as a dead letter, so the persisted index never runs ahead of what an output confirmed.
+//
+// Each output lives in a folder of its own (shipper/output/<name>/) with its settings (a struct
+// deriving from OutputSettings, whose member initializers are its defaults), its keys
+// (shipper.output.<name>.*), its checks and its factory, and is listed once in registry.cc.
 //
 // Thread safety: Write() may be called from several workers at once (concurrent batches
 // pipeline); an output serialises internally what must be serialised. Cancel() may be called
-// from any thread, also while Write() runs.
+// from any thread, also while Write() runs. OutputSettings and OutputType are immutable once
+// built; use them from any thread.
 #ifndef SHIPPER_SHIPPER_OUTPUT_OUTPUT_H_
 #define SHIPPER_SHIPPER_OUTPUT_OUTPUT_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "queue/queue.h"
-#include "shipper/config.h"
+#include "shipper/event/wire_event.h"
+#include "shipper/key.h"
+#include "shipper/problems.h"
 
 namespace shipper {
 
-// An event an output refuses for good: retrying would fail the same way.
+// The events one Write() call is to write: all of a batch's, or those of it still unwritten.
+// A view: the batch (and the positions) must outlive it.
+class Events {
+ public:
+  explicit Events(const queue::Batch& batch) : batch_(&batch), size_(batch.size()) {}
+  // The events of `batch` at `positions`, ascending.
+  Events(const queue::Batch& batch, absl::Span<const uint32_t> positions)
+      : batch_(&batch), positions_(positions), size_(positions.size()) {}
+
+  size_t size() const { return size_; }
+  // REQUIRES: i < size() for all three.
+  // The i-th event's position in its batch.
+  size_t position(size_t i) const { return positions_.empty() ? i : positions_[i]; }
+  // Its wire bytes (shipper/event/wire_event.h).
+  absl::string_view bytes(size_t i) const { return wire::Bytes(batch_->event(position(i))); }
+  // Its index in the queue (the document's @metadata.index).
+  uint64_t index(size_t i) const { return batch_->first_index() + position(i); }
+
+ private:
+  const queue::Batch* batch_;
+  absl::Span<const uint32_t> positions_;  // empty: every event of the batch
+  size_t size_;
+};
+
+// An event an output refuses for good.
 struct Rejection {
-  size_t position;     // in the batch: event(position)
+  size_t event;        // i in the Events that Write() was given
   std::string reason;  // what the output said, for the dead-letter file
+};
+
+// What Write() says of the events it did not write.
+struct Outcome {
+  std::vector<Rejection> rejected;  // for good; ascending
+  std::vector<size_t> failed;       // for now, as i in the Events; ascending
+  std::string failure;              // why they failed (one reason, for the log)
+
+  void Fail(size_t event, absl::string_view reason) {
+    if (failed.empty()) failure = std::string(reason);
+    failed.push_back(event);
+  }
+  void Clear() {
+    rejected.clear();
+    failed.clear();
+    failure.clear();
+  }
 };
 
 class Output {
  public:
   virtual ~Output() = default;
 
-  // Writes the events of `batch` (each an elastic.agent.shipper.v1.messages.Event). On OK,
-  // appends to `rejected` the events refused for good, in ascending position; all others are
-  // written. An error means nothing of the batch may count as written.
-  // REQUIRES: `rejected` is empty.
-  virtual absl::Status Write(const queue::Batch& batch, std::vector<Rejection>* rejected) = 0;
+  // Writes `events` (each an elastic.agent.shipper.v1.messages.Event's canonical wire bytes).
+  // On OK, fills `outcome` with the events it did not write; all others are written. An error
+  // means nothing of `events` may count as written.
+  // REQUIRES: `outcome` is empty.
+  virtual absl::Status Write(const Events& events, Outcome* outcome) = 0;
 
   // Makes running and later Write() calls return an error promptly instead of waiting on a
   // peer; called once the drain deadline has passed at shutdown. Outputs that never wait long
@@ -50,8 +107,44 @@ class Output {
   virtual void Cancel() {}
 };
 
-// The output `config` selects. Errors say which setting to fix.
-absl::StatusOr<std::unique_ptr<Output>> NewOutput(const Config& config);
+// One output's settings, as its keys set them.
+class OutputSettings {
+ public:
+  virtual ~OutputSettings() = default;
+
+  // What no single key can check alone, such as settings that go together. Pure: it reads
+  // nothing but the settings. Adds each problem, naming the key to fix. Called for every
+  // output, enabled or not, so that a mistake is refused before anyone enables the output.
+  virtual void Validate(Problems* problems) const {}
+  // What the machine must allow (preflight.h): files readable, directories writable. Creates,
+  // binds and writes nothing.
+  virtual void Preflight(Problems* problems) const {}
+  // Builds the output. REQUIRES: Validate() and Preflight() found no problem.
+  virtual absl::StatusOr<std::unique_ptr<Output>> Build() const = 0;
+  // Where the events go, for the start line: "file ./data/shipper.ndjson".
+  virtual std::string Destination() const = 0;
+
+  bool enabled = false;  // shipper.output.<name>.enabled
+};
+
+// An output as the registry lists it.
+struct OutputType {
+  std::string name;  // the <name> in shipper.output.<name>.*, and its metrics' output label
+  std::string help;  // what it does: the help of shipper.output.<name>.enabled
+  std::function<std::unique_ptr<OutputSettings>()> defaults;
+  std::vector<Key<OutputSettings>> keys;  // every shipper.output.<name>.* but `enabled`
+};
+
+// The OutputType of settings S (default-constructible, deriving from OutputSettings).
+template <typename S>
+OutputType MakeOutputType(std::string name, std::string help, std::vector<Key<S>> keys) {
+  OutputType type{std::move(name), std::move(help), [] { return std::make_unique<S>(); }, {}};
+  for (const Key<S>& key : keys) {
+    type.keys.push_back(key.template Within<OutputSettings>(
+        [](OutputSettings& settings) -> S& { return static_cast<S&>(settings); }));
+  }
+  return type;
+}
 
 }  // namespace shipper
 

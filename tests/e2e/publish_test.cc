@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "proto/producer.grpc.pb.h"
 #include "rapidjson/document.h"
-#include "shipper/event_json.h"
+#include "shipper/event/event_json.h"
 #include "tests/load/event_shapes.h"
 #include "tests/testing/shipper_process.h"
 

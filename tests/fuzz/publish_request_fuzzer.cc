@@ -15,7 +15,7 @@
 #include "proto/messages.pb.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
-#include "shipper/event_json.h"
+#include "shipper/event/event_json.h"
 #include "shipper/request_validation.h"
 
 namespace {

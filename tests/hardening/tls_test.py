@@ -151,7 +151,8 @@ class TlsTest(unittest.TestCase):
              "-E", f"shipper.server.ssl.certificate={self.pki.path('server.crt')}",
              "-E", f"shipper.server.ssl.key={self.pki.path('missing.key')}"],
             capture_output=True, text=True, timeout=30)
-        self.assertEqual(run.returncode, 1, run.stderr)
+        # Refused by the checks start and --check_config share (config.h: Preflight): exit 2.
+        self.assertEqual(run.returncode, 2, run.stderr)
         self.assertIn("'shipper.server.ssl.key': cannot read", run.stderr)
 
 

@@ -7,7 +7,7 @@
 #include "benchmark/benchmark.h"
 #include "proto/messages.pb.h"
 #include "rapidjson/stringbuffer.h"
-#include "shipper/event_json.h"
+#include "shipper/event/event_json.h"
 #include "tests/load/event_shapes.h"
 
 namespace shipper::load {

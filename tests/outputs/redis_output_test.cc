@@ -15,7 +15,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
-#include "shipper/event_json.h"
+#include "shipper/event/event_json.h"
 #include "tests/outputs/producer_client.h"
 #include "tests/outputs/redis_server.h"
 #include "tests/testing/shipper_process.h"

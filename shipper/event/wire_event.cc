@@ -1,4 +1,4 @@
-#include "shipper/wire_event.h"
+#include "shipper/event/wire_event.h"
 
 namespace shipper::wire {
 

@@ -11,8 +11,8 @@
 //
 // Thread safety: AppendEventJson is stateless; call it from any thread with distinct buffers.
 // One thread uses an EventJsonWriter.
-#ifndef SHIPPER_SHIPPER_EVENT_JSON_H_
-#define SHIPPER_SHIPPER_EVENT_JSON_H_
+#ifndef SHIPPER_SHIPPER_EVENT_EVENT_JSON_H_
+#define SHIPPER_SHIPPER_EVENT_EVENT_JSON_H_
 
 #include <cstdint>
 #include <string>
@@ -66,4 +66,4 @@ class EventJsonWriter {
 
 }  // namespace shipper
 
-#endif  // SHIPPER_SHIPPER_EVENT_JSON_H_
+#endif  // SHIPPER_SHIPPER_EVENT_EVENT_JSON_H_

@@ -1,4 +1,4 @@
-#include "shipper/event_json.h"
+#include "shipper/event/event_json.h"
 
 #include <array>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "shipper/wire_event.h"
+#include "shipper/event/wire_event.h"
 
 namespace shipper {
 namespace {

@@ -15,27 +15,47 @@
 // deleted file's blocks happen outside it. Flushes are group commits: a worker whose bytes a
 // flush started after its write has covered does not flush again, and workers that finish
 // writing while a flush runs share the next one.
-#ifndef SHIPPER_SHIPPER_OUTPUT_FILE_OUTPUT_H_
-#define SHIPPER_SHIPPER_OUTPUT_FILE_OUTPUT_H_
+#ifndef SHIPPER_SHIPPER_OUTPUT_FILE_FILE_OUTPUT_H_
+#define SHIPPER_SHIPPER_OUTPUT_FILE_FILE_OUTPUT_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
-#include "shipper/config.h"
 #include "shipper/output/output.h"
 
 namespace shipper {
 
-// Creates the directory if needed and opens the file for appending. INVALID_ARGUMENT names the
-// setting to fix.
-absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const Config::FileOutput& config);
+// When the file output flushes to disk: after every batch (before it counts as persisted), or
+// never (the kernel decides; a machine crash may lose what was reported persisted).
+enum class FsyncPolicy { kBatch, kNever };
 
-// The same, flushing a file by calling `fdatasync` (with ::fdatasync's contract, errno
-// included) instead of ::fdatasync: lets tests see which flushes cover a batch.
-absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const Config::FileOutput& config,
+// shipper.output.file.*
+struct FileSettings final : OutputSettings {
+  std::string path = "./data";  // a directory, created if missing
+  std::string filename = "shipper.ndjson";
+  size_t rotate_every_kb = 10240;  // Beats' default: 10 MiB per file
+  size_t number_of_files = 7;      // filename, filename.1, ... filename.6
+  uint32_t permissions = 0600;     // of files the output creates
+  FsyncPolicy fsync = FsyncPolicy::kBatch;
+
+  void Preflight(Problems* problems) const override;
+  absl::StatusOr<std::unique_ptr<Output>> Build() const override;
+  std::string Destination() const override;
+};
+
+// The registry's entry (registry.cc).
+OutputType FileOutputType();
+
+// Creates the directory if needed and opens the file for appending, flushing a file by calling
+// `fdatasync` (with ::fdatasync's contract, errno included): tests see which flushes cover a
+// batch. INVALID_ARGUMENT names the setting to fix.
+absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const FileSettings& settings,
                                                        std::function<int(int fd)> fdatasync);
 
 }  // namespace shipper
 
-#endif  // SHIPPER_SHIPPER_OUTPUT_FILE_OUTPUT_H_
+#endif  // SHIPPER_SHIPPER_OUTPUT_FILE_FILE_OUTPUT_H_

@@ -1,4 +1,4 @@
-#include "shipper/output/file_output.h"
+#include "shipper/output/file/file_output.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,7 +23,7 @@ namespace {
 
 namespace pb = elastic::agent::shipper::v1::messages;
 
-std::vector<pb::Event> Events(int n) {
+std::vector<pb::Event> TestEvents(int n) {
   std::vector<pb::Event> events(n);
   for (int i = 0; i < n; ++i) {
     // Lines of varying length (about 150 to 450 bytes), so rotation points fall anywhere.
@@ -42,13 +42,13 @@ class FileOutputTest : public ::testing::Test {
 
   // Writes all `events` in batches of `batch_size`.
   void WriteAll(QueuedEvents& events, size_t batch_size) {
-    absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_);
+    absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, ::fdatasync);
     ASSERT_TRUE(output.ok()) << output.status();
     for (queue::Batch batch = events.Take(batch_size); !batch.empty();
          batch = events.Take(batch_size)) {
-      std::vector<Rejection> rejected;
-      ASSERT_TRUE((*output)->Write(batch, &rejected).ok());
-      EXPECT_TRUE(rejected.empty());
+      Outcome outcome;
+      ASSERT_TRUE((*output)->Write(Events(batch), &outcome).ok());
+      EXPECT_TRUE(outcome.rejected.empty());
       batch.Done();
     }
   }
@@ -75,13 +75,13 @@ class FileOutputTest : public ::testing::Test {
     return ::testing::UnitTest::GetInstance()->current_test_info();
   }
 
-  Config::FileOutput config_;
+  FileSettings config_;
 };
 
 TEST_F(FileOutputTest, RotatesBySizeAndLosesNothing) {
   config_.rotate_every_kb = 4;
   config_.number_of_files = 100;  // keeps every file
-  QueuedEvents events(Events(1000));
+  QueuedEvents events(TestEvents(1000));
   WriteAll(events, 37);
 
   std::set<uint64_t> seen;
@@ -109,7 +109,7 @@ TEST_F(FileOutputTest, RotatesBySizeAndLosesNothing) {
 TEST_F(FileOutputTest, KeepsNumberOfFilesDeletingTheOldest) {
   config_.rotate_every_kb = 2;
   config_.number_of_files = 3;
-  QueuedEvents events(Events(400));
+  QueuedEvents events(TestEvents(400));
   WriteAll(events, 10);
   EXPECT_TRUE(std::filesystem::exists(File(0)));
   EXPECT_TRUE(std::filesystem::exists(File(1)));
@@ -127,7 +127,7 @@ TEST_F(FileOutputTest, KeepsNumberOfFilesDeletingTheOldest) {
 TEST_F(FileOutputTest, AnEventLargerThanTheLimitGetsAFileOfItsOwn) {
   config_.rotate_every_kb = 1;
   config_.number_of_files = 10;
-  std::vector<pb::Event> list = Events(3);
+  std::vector<pb::Event> list = TestEvents(3);
   (*list[1].mutable_fields()->mutable_data())["message"].set_string_value(std::string(3000, 'x'));
   QueuedEvents events(std::move(list));
   WriteAll(events, 3);
@@ -139,7 +139,7 @@ TEST_F(FileOutputTest, AnEventLargerThanTheLimitGetsAFileOfItsOwn) {
 TEST_F(FileOutputTest, CutsAPartialLastLineLeftByAKilledProcess) {
   std::filesystem::create_directories(config_.path);
   std::ofstream(File(0)) << "{\"whole\":1}\n{\"cut\":";
-  QueuedEvents events(Events(2));
+  QueuedEvents events(TestEvents(2));
   WriteAll(events, 2);
   std::ifstream in(File(0));
   std::vector<std::string> lines;
@@ -153,7 +153,7 @@ TEST_F(FileOutputTest, CreatesFilesWithTheConfiguredPermissions) {
   const mode_t old_umask = ::umask(0);
   config_.permissions = 0640;
   config_.rotate_every_kb = 1;
-  QueuedEvents events(Events(20));
+  QueuedEvents events(TestEvents(20));
   WriteAll(events, 5);
   ::umask(old_umask);
   for (size_t n : {0, 1}) {
@@ -165,7 +165,7 @@ TEST_F(FileOutputTest, CreatesFilesWithTheConfiguredPermissions) {
 
 TEST_F(FileOutputTest, DefaultPermissionsAre0600AndFsyncNeverStillWrites) {
   config_.fsync = FsyncPolicy::kNever;
-  QueuedEvents events(Events(5));
+  QueuedEvents events(TestEvents(5));
   WriteAll(events, 5);
   struct stat st;
   ASSERT_EQ(::stat(File(0).c_str(), &st), 0);
@@ -240,14 +240,14 @@ TEST_F(FileOutputTest, WritersThatFinishDuringAFlushShareTheNextOne) {
         return recording(fd);
       });
   ASSERT_TRUE(output.ok()) << output.status();
-  QueuedEvents events(Events(40));
+  QueuedEvents events(TestEvents(40));
   std::vector<queue::Batch> batches;
   for (int i = 0; i < 4; ++i) batches.push_back(events.Take(10));
 
   // Each writer checks, once its batch is confirmed, that a flush covered its last line.
   auto write = [&](queue::Batch* batch) {
-    std::vector<Rejection> rejected;
-    EXPECT_TRUE((*output)->Write(*batch, &rejected).ok());
+    Outcome outcome;
+    EXPECT_TRUE((*output)->Write(Events(*batch), &outcome).ok());
     const uint64_t end = EndOfLine(File(0), batch->first_index() + batch->size() - 1);
     EXPECT_GT(end, 0u);
     EXPECT_GE(recording.synced(File(0)), end) << "confirmed before its bytes were flushed";
@@ -276,7 +276,7 @@ TEST_F(FileOutputTest, ConcurrentWritersRotatingLoseNothingAndFlushEveryByte) {
   absl::StatusOr<std::unique_ptr<Output>> output =
       NewFileOutput(config_, [&](int fd) { return recording(fd); });
   ASSERT_TRUE(output.ok()) << output.status();
-  QueuedEvents events(Events(2000));
+  QueuedEvents events(TestEvents(2000));
   std::vector<queue::Batch> batches;
   for (queue::Batch batch = events.Take(23); !batch.empty(); batch = events.Take(23)) {
     batches.push_back(std::move(batch));
@@ -286,8 +286,8 @@ TEST_F(FileOutputTest, ConcurrentWritersRotatingLoseNothingAndFlushEveryByte) {
   for (int w = 0; w < 4; ++w) {
     writers.emplace_back([&] {
       for (size_t i = next++; i < batches.size(); i = next++) {
-        std::vector<Rejection> rejected;
-        EXPECT_TRUE((*output)->Write(batches[i], &rejected).ok());
+        Outcome outcome;
+        EXPECT_TRUE((*output)->Write(Events(batches[i]), &outcome).ok());
       }
     });
   }
@@ -314,7 +314,7 @@ TEST_F(FileOutputTest, ConcurrentWritersRotatingLoseNothingAndFlushEveryByte) {
 
 TEST_F(FileOutputTest, UnwritableDirectoryIsAClearError) {
   config_.path = "/proc/no/such/dir";
-  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_);
+  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, ::fdatasync);
   ASSERT_FALSE(output.ok());
   EXPECT_EQ(output.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(output.status().message().find("shipper.output.file.path"), std::string::npos);

@@ -1,4 +1,4 @@
-#include "shipper/output/shipper_output.h"
+#include "shipper/output/forward/forward_output.h"
 
 #include <cstdint>
 #include <set>
@@ -14,7 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/producer.grpc.pb.h"
 #include "shipper/pem.h"
-#include "shipper/wire_event.h"
+#include "shipper/preflight.h"
 
 namespace shipper {
 namespace {
@@ -29,19 +29,19 @@ constexpr size_t kMaxRequestBytes = 1 << 20;
 // Pause before the PersistedIndex stream is reopened after it ended or failed.
 constexpr absl::Duration kResubscribeDelay = absl::Milliseconds(100);
 
-class ShipperOutput final : public Output {
+class ForwardOutput final : public Output {
  public:
-  ShipperOutput(const Config::ShipperOutput& config, std::shared_ptr<grpc::Channel> channel)
+  ForwardOutput(const ForwardSettings& config, std::shared_ptr<grpc::Channel> channel)
       : config_(config), stub_(Producer::NewStub(channel)) {
     follower_ = std::thread([this] { FollowPersistedIndex(); });
   }
 
-  ~ShipperOutput() override {
+  ~ForwardOutput() override {
     Cancel();
     follower_.join();
   }
 
-  absl::Status Write(const queue::Batch& batch, std::vector<Rejection>*) override {
+  absl::Status Write(const Events& events, Outcome*) override {
     uint64_t generation;  // the follower's, before anything of the batch was sent
     std::string uuid;     // of the instance that took the batch's first events
     {
@@ -52,17 +52,17 @@ class ShipperOutput final : public Output {
     bool first = true;
     // Publishes until every event is accepted by one and the same Shipper instance.
     uint64_t last_index = 0;
-    for (size_t next = 0; next < batch.size();) {
+    for (size_t next = 0; next < events.size();) {
       google::protobuf::Arena arena;
       auto* request = google::protobuf::Arena::CreateMessage<pb::PublishRequest>(&arena);
       request->set_uuid(uuid);
       size_t bytes = 0;
-      for (size_t i = next; i < batch.size() && (i == next || bytes < kMaxRequestBytes); ++i) {
+      for (size_t i = next; i < events.size() && (i == next || bytes < kMaxRequestBytes); ++i) {
         // The event's bytes as they are: an unknown field numbered like `events` is written
         // out exactly as an Event entry, with no decoding and encoding on the way.
         request->GetReflection()->MutableUnknownFields(request)->AddLengthDelimited(
-            2, std::string(wire::Bytes(batch.event(i))));
-        bytes += batch.event(i).bytes();
+            2, std::string(events.bytes(i)));
+        bytes += events.bytes(i).size();
       }
       pb::PublishReply reply;
       grpc::ClientContext context;
@@ -160,7 +160,7 @@ class ShipperOutput final : public Output {
   }
 
   // Constant after construction.
-  const Config::ShipperOutput config_;
+  const ForwardSettings config_;
   const std::unique_ptr<Producer::Stub> stub_;
 
   absl::Mutex mu_;
@@ -176,37 +176,43 @@ class ShipperOutput final : public Output {
   std::thread follower_;
 };
 
-// Plaintext, or TLS (mTLS with a client certificate) as config.ssl asks; reads the PEM files.
+// The PEM files TLS to the next Shipper reads: unset ones are skipped.
+struct PemFile {
+  const char* key;
+  const std::string& path;
+  const char* what;
+};
+
+std::vector<PemFile> PemFiles(const ForwardSettings::Ssl& ssl) {
+  return {
+      {"shipper.output.shipper.ssl.certificate_authorities", ssl.certificate_authorities,
+       "CERTIFICATE"},
+      {"shipper.output.shipper.ssl.certificate", ssl.certificate, "CERTIFICATE"},
+      {"shipper.output.shipper.ssl.key", ssl.key, "PRIVATE KEY"},
+  };
+}
+
+// Plaintext, or TLS (mTLS with a client certificate) as `ssl` asks; reads the PEM files.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
-    const Config::ShipperOutput::Ssl& ssl) {
+    const ForwardSettings::Ssl& ssl) {
   if (!ssl.enabled) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions options;
-  const struct {
-    const char* key;
-    const std::string& path;
-    const char* what;
-    std::string* pem;
-  } files[] = {
-      {"shipper.output.shipper.ssl.certificate_authorities", ssl.certificate_authorities,
-       "CERTIFICATE", &options.pem_root_certs},
-      {"shipper.output.shipper.ssl.certificate", ssl.certificate, "CERTIFICATE",
-       &options.pem_cert_chain},
-      {"shipper.output.shipper.ssl.key", ssl.key, "PRIVATE KEY", &options.pem_private_key},
-  };
-  for (const auto& file : files) {
-    if (file.path.empty()) continue;  // gRPC's default roots; no client certificate
-    absl::StatusOr<std::string> pem = ReadPem(file.key, file.path, file.what);
+  std::string* pems[] = {&options.pem_root_certs, &options.pem_cert_chain,
+                         &options.pem_private_key};
+  const std::vector<PemFile> files = PemFiles(ssl);
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (files[i].path.empty()) continue;  // gRPC's default roots; no client certificate
+    absl::StatusOr<std::string> pem = ReadPem(files[i].key, files[i].path, files[i].what);
     if (!pem.ok()) return pem.status();
-    *file.pem = *std::move(pem);
+    *pems[i] = *std::move(pem);
   }
   return grpc::SslCredentials(options);
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Output>> NewShipperOutput(const Config::ShipperOutput& config) {
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      Credentials(config.ssl);
+absl::StatusOr<std::unique_ptr<Output>> ForwardSettings::Build() const {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = Credentials(ssl);
   if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
   // Reconnect quickly after the next Shipper restarts: gRPC's default backoff grows to 2 min.
@@ -214,8 +220,65 @@ absl::StatusOr<std::unique_ptr<Output>> NewShipperOutput(const Config::ShipperOu
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // An address gRPC cannot resolve shows up as UNAVAILABLE on every call, with the address.
-  return std::make_unique<ShipperOutput>(
-      config, grpc::CreateCustomChannel(config.server, *credentials, args));
+  return std::make_unique<ForwardOutput>(
+      *this, grpc::CreateCustomChannel(server, *credentials, args));
+}
+
+void ForwardSettings::Validate(Problems* problems) const {
+  if (enabled && server.empty()) {
+    problems->Add(
+        "config: the shipper output needs shipper.output.shipper.server (the next Shipper's "
+        "address)");
+  }
+  if (!ssl.enabled &&
+      !(ssl.certificate_authorities.empty() && ssl.certificate.empty() && ssl.key.empty())) {
+    problems->Add(
+        "config: shipper.output.shipper.ssl files are set but TLS is off: set "
+        "shipper.output.shipper.ssl.enabled: true");
+  }
+  if (ssl.certificate.empty() != ssl.key.empty()) {
+    problems->Add(
+        "config: shipper.output.shipper.ssl.certificate and ssl.key go together (mTLS): set "
+        "both or neither");
+  }
+  if (timeout <= absl::ZeroDuration()) {
+    problems->Add("config: shipper.output.shipper.timeout must be above 0");
+  }
+}
+
+void ForwardSettings::Preflight(Problems* problems) const {
+  for (const PemFile& file : PemFiles(ssl)) {
+    if (!file.path.empty()) CheckPem(problems, file.key, file.path, file.what);
+  }
+}
+
+std::string ForwardSettings::Destination() const { return absl::StrCat("shipper at ", server); }
+
+OutputType ForwardOutputType() {
+  using K = KeysOf<ForwardSettings>;
+  using Ssl = ForwardSettings::Ssl;
+  const auto ssl = [](auto member) {
+    return [member](ForwardSettings& s) -> auto& { return s.ssl.*member; };
+  };
+  return MakeOutputType<ForwardSettings>(
+      "shipper", "forward events to another Shipper (aggregator tier)",
+      {
+          K::String("shipper.output.shipper.server",
+                    "the next Shipper's address: host:port or unix:///path",
+                    &ForwardSettings::server),
+          K::Duration("shipper.output.shipper.timeout", "deadline of each PublishEvents call",
+                      &ForwardSettings::timeout),
+          K::Bool("shipper.output.shipper.ssl.enabled", "TLS to the next Shipper",
+                  ssl(&Ssl::enabled)),
+          K::String("shipper.output.shipper.ssl.certificate_authorities",
+                    "PEM bundle of the CAs the next Shipper's certificate must chain to (unset: "
+                    "gRPC's default roots)",
+                    ssl(&Ssl::certificate_authorities)),
+          K::String("shipper.output.shipper.ssl.certificate",
+                    "PEM client certificate for mTLS (with ssl.key)", ssl(&Ssl::certificate)),
+          K::String("shipper.output.shipper.ssl.key", "PEM private key of ssl.certificate",
+                    ssl(&Ssl::key)),
+      });
 }
 
 }  // namespace shipper

@@ -1,4 +1,4 @@
-#include "shipper/output/redis_output.h"
+#include "shipper/output/redis/redis_output.h"
 
 #include <sys/time.h>
 
@@ -12,11 +12,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "hiredis/hiredis.h"
 #include "shipper/output/batch_json.h"
-#include "shipper/output/field_format.h"
-#include "shipper/wire_event.h"
+#include "shipper/event/field_format.h"
 
 namespace shipper {
 namespace {
@@ -58,23 +58,23 @@ std::string ConnectionError(const redisContext* c, const Host& host) {
 
 class RedisOutput final : public Output {
  public:
-  RedisOutput(const Config::RedisOutput& config, std::vector<Host> hosts, FieldFormat key)
+  RedisOutput(const RedisSettings& config, std::vector<Host> hosts, FieldFormat key)
       : config_(config), hosts_(std::move(hosts)), key_(std::move(key)) {}
 
-  absl::Status Write(const queue::Batch& batch, std::vector<Rejection>* rejected) override {
+  absl::Status Write(const Events& events, Outcome* outcome) override {
     thread_local BatchJson json;
-    json.Encode(batch);
+    json.Encode(events);
     size_t host = 0;
     absl::StatusOr<Connection> connection = Acquire(&host);
     if (!connection.ok()) return connection.status();
     redisContext* c = connection->get();
 
-    std::vector<size_t> sent;  // positions of the events whose commands are pipelined
-    sent.reserve(batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      absl::StatusOr<std::string> key = key_.Format(wire::Bytes(batch.event(i)));
+    std::vector<size_t> sent;  // the events whose commands are pipelined
+    sent.reserve(events.size());
+    for (size_t i = 0; i < events.size(); ++i) {
+      absl::StatusOr<std::string> key = key_.Format(events.bytes(i));
       if (!key.ok()) {
-        rejected->push_back({i, std::string(key.status().message())});
+        outcome->rejected.push_back({i, std::string(key.status().message())});
         continue;
       }
       const absl::string_view doc = json.document(i);
@@ -118,7 +118,7 @@ class RedisOutput final : public Output {
       if (reply->type != REDIS_REPLY_ERROR) continue;
       absl::string_view error(reply->str, reply->len);
       if (absl::StartsWith(error, "WRONGTYPE")) {
-        rejected->push_back({i, absl::StrCat("redis ", hosts_[host].name, ": ", error)});
+        outcome->rejected.push_back({i, absl::StrCat("redis ", hosts_[host].name, ": ", error)});
       } else if (transient.ok()) {
         transient = absl::UnavailableError(absl::StrCat("redis ", hosts_[host].name, ": ", error));
       }
@@ -126,8 +126,8 @@ class RedisOutput final : public Output {
     // Every reply was read: the connection is in step and may serve the next batch.
     Release(*std::move(connection), host);
     if (!transient.ok()) return transient;
-    std::sort(rejected->begin(), rejected->end(),
-              [](const Rejection& a, const Rejection& b) { return a.position < b.position; });
+    std::sort(outcome->rejected.begin(), outcome->rejected.end(),
+              [](const Rejection& a, const Rejection& b) { return a.event < b.event; });
     return absl::OkStatus();
   }
 
@@ -195,7 +195,7 @@ class RedisOutput final : public Output {
   }
 
   // Constant after construction.
-  const Config::RedisOutput config_;
+  const RedisSettings config_;
   const std::vector<Host> hosts_;
   const FieldFormat key_;
 
@@ -206,19 +206,52 @@ class RedisOutput final : public Output {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Output>> NewRedisOutput(const Config::RedisOutput& config) {
-  std::vector<Host> hosts;
-  for (const std::string& name : config.hosts) {
-    absl::StatusOr<Host> host = ParseHost(name);
-    if (!host.ok()) return host.status();
-    hosts.push_back(*std::move(host));
+void RedisSettings::Validate(Problems* problems) const {
+  if (hosts.empty()) problems->Add("shipper.output.redis.hosts: name at least one host:port");
+  for (const std::string& name : hosts) problems->Add(ParseHost(name).status());
+  problems->Add(FieldFormat::Parse(key, "shipper.output.redis.key").status());
+  if (timeout <= absl::ZeroDuration()) {
+    problems->Add("shipper.output.redis.timeout: must be above 0");
   }
-  if (hosts.empty()) {
-    return absl::InvalidArgumentError("shipper.output.redis.hosts: name at least one host:port");
-  }
-  absl::StatusOr<FieldFormat> key = FieldFormat::Parse(config.key, "shipper.output.redis.key");
-  if (!key.ok()) return key.status();
-  return std::make_unique<RedisOutput>(config, std::move(hosts), *std::move(key));
+}
+
+absl::StatusOr<std::unique_ptr<Output>> RedisSettings::Build() const {
+  std::vector<Host> parsed;
+  for (const std::string& name : hosts) parsed.push_back(*ParseHost(name));
+  return std::make_unique<RedisOutput>(*this, std::move(parsed),
+                                       *FieldFormat::Parse(key, "shipper.output.redis.key"));
+}
+
+std::string RedisSettings::Destination() const {
+  return absl::StrCat("redis ", absl::StrJoin(hosts, ","), " key ", key);
+}
+
+OutputType RedisOutputType() {
+  using K = KeysOf<RedisSettings>;
+  return MakeOutputType<RedisSettings>(
+      "redis", "send events to Redis",
+      {
+          K::StringList("shipper.output.redis.hosts",
+                        "Redis servers as host:port; the next is tried when one fails",
+                        &RedisSettings::hosts),
+          K::String("shipper.output.redis.key",
+                    "list, channel or stream name; %{[data_stream.dataset]} takes it from each "
+                    "event, %{[field]:default} when the field may be missing",
+                    &RedisSettings::key),
+          K::Choice<RedisDatatype>(
+              "shipper.output.redis.datatype",
+              "RPUSH to a list, PUBLISH to a channel, XADD to a stream",
+              {{"list", RedisDatatype::kList},
+               {"channel", RedisDatatype::kChannel},
+               {"stream", RedisDatatype::kStream}},
+              &RedisSettings::datatype),
+          K::Size("shipper.output.redis.db", "Redis database number (SELECT)", 0, false,
+                  &RedisSettings::db),
+          K::String("shipper.output.redis.password", "Redis password (AUTH); unset: none",
+                    &RedisSettings::password),
+          K::Duration("shipper.output.redis.timeout", "connect and reply timeout",
+                      &RedisSettings::timeout),
+      });
 }
 
 }  // namespace shipper

@@ -8,8 +8,8 @@
 // list, a timestamp, null) counts as missing.
 //
 // Thread safety: a FieldFormat is immutable after Parse; Format from any thread.
-#ifndef SHIPPER_SHIPPER_OUTPUT_FIELD_FORMAT_H_
-#define SHIPPER_SHIPPER_OUTPUT_FIELD_FORMAT_H_
+#ifndef SHIPPER_SHIPPER_EVENT_FIELD_FORMAT_H_
+#define SHIPPER_SHIPPER_EVENT_FIELD_FORMAT_H_
 
 #include <optional>
 #include <string>
@@ -41,4 +41,4 @@ class FieldFormat {
 
 }  // namespace shipper
 
-#endif  // SHIPPER_SHIPPER_OUTPUT_FIELD_FORMAT_H_
+#endif  // SHIPPER_SHIPPER_EVENT_FIELD_FORMAT_H_

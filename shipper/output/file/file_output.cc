@@ -1,4 +1,4 @@
-#include "shipper/output/file_output.h"
+#include "shipper/output/file/file_output.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -22,6 +22,7 @@
 #include "glog/logging.h"
 #include "shipper/output/batch_json.h"
 #include "shipper/output/file_util.h"
+#include "shipper/preflight.h"
 
 namespace shipper {
 namespace {
@@ -151,7 +152,7 @@ void TrimPartialLine(int fd, const std::string& path) {
 
 // Opens path/filename for appending, creating it with the configured permissions (less the
 // process umask, as for any file the process creates).
-absl::StatusOr<std::shared_ptr<OpenFile>> Open(const Config::FileOutput& config,
+absl::StatusOr<std::shared_ptr<OpenFile>> Open(const FileSettings& config,
                                                const SyncFunction& sync) {
   std::string path = absl::StrCat(config.path, "/", config.filename);
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC,
@@ -183,7 +184,7 @@ class ScopedFd {
 
 class FileOutput final : public Output {
  public:
-  FileOutput(const Config::FileOutput& config, std::shared_ptr<OpenFile> file,
+  FileOutput(const FileSettings& config, std::shared_ptr<OpenFile> file,
              SyncFunction sync)
       : config_(config),
         path_(absl::StrCat(config.path, "/", config.filename)),
@@ -192,9 +193,9 @@ class FileOutput final : public Output {
         file_(std::move(file)),
         size_(file_->written()) {}
 
-  absl::Status Write(const queue::Batch& batch, std::vector<Rejection>*) override {
+  absl::Status Write(const Events& events, Outcome*) override {
     thread_local BatchJson json;
-    json.Encode(batch);
+    json.Encode(events);
     // The files the batch went into (more than one when it rotated) and where its bytes end.
     std::vector<std::pair<std::shared_ptr<OpenFile>, uint64_t>> written;
     // Deleted oldest files, still open: their blocks are freed when these close, after the
@@ -273,9 +274,8 @@ class FileOutput final : public Output {
     return absl::OkStatus();
   }
 
- private:
   // Constant after construction.
-  const Config::FileOutput config_;
+  const FileSettings config_;
   const std::string path_;
   const size_t limit_;  // bytes
   const SyncFunction sync_;
@@ -287,20 +287,55 @@ class FileOutput final : public Output {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const Config::FileOutput& config,
+absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const FileSettings& config,
                                                        std::function<int(int fd)> fdatasync) {
-  if (::mkdir(config.path.c_str(), 0750) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shipper.output.file.path: cannot create directory '", config.path,
-                     "': ", std::strerror(errno)));
-  }
+  absl::Status dir = MakeDirectories("shipper.output.file.path", config.path, 0750);
+  if (!dir.ok()) return dir;
   absl::StatusOr<std::shared_ptr<OpenFile>> file = Open(config, fdatasync);
   if (!file.ok()) return file.status();
   return std::make_unique<FileOutput>(config, *std::move(file), std::move(fdatasync));
 }
 
-absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const Config::FileOutput& config) {
-  return NewFileOutput(config, ::fdatasync);
+void FileSettings::Preflight(Problems* problems) const {
+  const size_t before = problems->all().size();
+  CheckDirectory(problems, "shipper.output.file.path", path);
+  if (problems->all().size() == before) {  // else the file's problem is the directory's
+    CheckAppendFile(problems, "shipper.output.file.filename", absl::StrCat(path, "/", filename));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Output>> FileSettings::Build() const {
+  return NewFileOutput(*this, ::fdatasync);
+}
+
+std::string FileSettings::Destination() const {
+  return absl::StrCat("file ", path, "/", filename);
+}
+
+OutputType FileOutputType() {
+  using K = KeysOf<FileSettings>;
+  return MakeOutputType<FileSettings>(
+      "file", "write NDJSON to a file (the default output when none is enabled)",
+      {
+          K::String("shipper.output.file.path", "directory of the file output",
+                    &FileSettings::path),
+          K::String("shipper.output.file.filename", "file name inside path",
+                    &FileSettings::filename),
+          K::Size("shipper.output.file.rotate_every_kb",
+                  "rotate the file before it grows past this many KiB", 1, false,
+                  &FileSettings::rotate_every_kb),
+          K::Size("shipper.output.file.number_of_files",
+                  "files kept: filename, filename.1, ...; the oldest is deleted on rotation", 2,
+                  false, &FileSettings::number_of_files),
+          K::Permissions("shipper.output.file.permissions", "permissions of the files created",
+                         &FileSettings::permissions),
+          K::Choice<FsyncPolicy>(
+              "shipper.output.file.fsync",
+              "batch: flush each batch to disk before it counts as persisted; never: leave it "
+              "to the kernel",
+              {{"batch", FsyncPolicy::kBatch}, {"never", FsyncPolicy::kNever}},
+              &FileSettings::fsync),
+      });
 }
 
 }  // namespace shipper

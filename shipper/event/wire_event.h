@@ -11,8 +11,8 @@
 // fields), are skipped.
 //
 // Thread safety: stateless readers over immutable bytes; use from any thread.
-#ifndef SHIPPER_SHIPPER_WIRE_EVENT_H_
-#define SHIPPER_SHIPPER_WIRE_EVENT_H_
+#ifndef SHIPPER_SHIPPER_EVENT_WIRE_EVENT_H_
+#define SHIPPER_SHIPPER_EVENT_WIRE_EVENT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -208,4 +208,4 @@ inline absl::string_view Bytes(const queue::Event& event) {
 
 }  // namespace shipper::wire
 
-#endif  // SHIPPER_SHIPPER_WIRE_EVENT_H_
+#endif  // SHIPPER_SHIPPER_EVENT_WIRE_EVENT_H_

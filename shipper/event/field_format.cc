@@ -1,9 +1,9 @@
-#include "shipper/output/field_format.h"
+#include "shipper/event/field_format.h"
 
 #include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "shipper/wire_event.h"
+#include "shipper/event/wire_event.h"
 
 namespace shipper {
 namespace {

@@ -1,4 +1,4 @@
-#include "shipper/output/field_format.h"
+#include "shipper/event/field_format.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,4 +1,4 @@
-#include "shipper/event_json.h"
+#include "shipper/event/event_json.h"
 
 #include <cmath>
 #include <limits>

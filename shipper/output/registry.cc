@@ -1,0 +1,22 @@
+#include "shipper/output/registry.h"
+
+#include "shipper/output/console/console_output.h"
+#include "shipper/output/discard/discard_output.h"
+#include "shipper/output/file/file_output.h"
+#include "shipper/output/forward/forward_output.h"
+#include "shipper/output/redis/redis_output.h"
+
+namespace shipper {
+
+const std::vector<OutputType>& Outputs() {
+  static const std::vector<OutputType>* outputs = new std::vector<OutputType>{
+      FileOutputType(),
+      ConsoleOutputType(),
+      RedisOutputType(),
+      ForwardOutputType(),
+      DiscardOutputType(),
+  };
+  return *outputs;
+}
+
+}  // namespace shipper
