@@ -27,40 +27,40 @@ CpuMonitor::CpuMonitor(CpuQuotaOptions options, absl::Duration interval)
     LOG(INFO) << "cpu quota: re-tuning is off (interval 0)";
     return;
   }
-  std::lock_guard<std::mutex> lock(join_mu_);
+  MutexLock lock(&join_mu_);
   thread_ = std::thread([this] { Run(); });
 }
 
 CpuMonitor::~CpuMonitor() { Stop(); }
 
 void CpuMonitor::Stop() {
-  std::lock_guard<std::mutex> join_lock(join_mu_);
+  MutexLock join_lock(&join_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 CpuQuota CpuMonitor::current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return current_;
 }
 
 int CpuMonitor::effective_cpus() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return current_.effective_cpus;
 }
 
 void CpuMonitor::AddListener(Listener listener) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   listeners_.push_back(std::move(listener));
 }
 
 bool CpuMonitor::Refresh() {
   if (overridden_) return false;
-  std::lock_guard<std::mutex> refresh_lock(refresh_mu_);
+  MutexLock refresh_lock(&refresh_mu_);
   CpuQuota fresh = reader_->Read();
   if (fresh.reason != last_reason_) {
     if (!fresh.reason.empty()) LOG(WARNING) << "cpu quota: " << fresh.reason;
@@ -69,7 +69,7 @@ bool CpuMonitor::Refresh() {
   int old_cpus;
   std::vector<Listener> listeners;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     old_cpus = current_.effective_cpus;
     current_ = fresh;
     if (old_cpus == fresh.effective_cpus) return false;
@@ -85,8 +85,11 @@ void CpuMonitor::Run() {
   const auto interval = absl::ToChronoNanoseconds(interval_);
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stop_cv_.wait_for(lock, interval, [this] { return stop_; })) return;
+      MutexLock lock(&mu_);
+      const auto deadline = std::chrono::steady_clock::now() + interval;
+      while (!stop_ && stop_cv_.WaitUntil(&mu_, deadline)) {
+      }
+      if (stop_) return;
     }
     Refresh();
   }

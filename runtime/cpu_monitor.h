@@ -13,16 +13,16 @@
 #ifndef SHIPPER_RUNTIME_CPU_MONITOR_H_
 #define SHIPPER_RUNTIME_CPU_MONITOR_H_
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "runtime/cpu_quota.h"
+#include "runtime/mutex.h"
 
 namespace shipper::runtime {
 
@@ -66,19 +66,19 @@ class CpuMonitor {
   const bool retuning_;
 
   // Serializes reads and listener calls, so listeners see changes in order.
-  std::mutex refresh_mu_;
+  Mutex refresh_mu_;
   std::unique_ptr<CpuQuotaReader> reader_ ABSL_GUARDED_BY(refresh_mu_);
   std::string last_reason_ ABSL_GUARDED_BY(refresh_mu_);
 
-  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with TSan, which then cannot
-  // see absl::Mutex's synchronization and reports false races.
-  mutable std::mutex mu_;
+  // runtime::Mutex rather than absl::Mutex: Debian's Abseil is not built with TSan, which then
+  // cannot see absl::Mutex's synchronization and reports false races (see runtime/mutex.h).
+  mutable Mutex mu_;
   CpuQuota current_ ABSL_GUARDED_BY(mu_);
   std::vector<Listener> listeners_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::condition_variable stop_cv_;
+  CondVar stop_cv_;  // signaled when stop_ is set
 
-  std::mutex join_mu_;  // serializes Stop()
+  Mutex join_mu_;  // serializes Stop()
   std::thread thread_ ABSL_GUARDED_BY(join_mu_);  // started last
 };
 

@@ -21,7 +21,7 @@ WorkerPool::~WorkerPool() { Stop(); }
 
 void WorkerPool::Resize(int size) {
   CHECK_GE(size, 0);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (stopped_) return;
   JoinFinishedLocked();
   int old_size = static_cast<int>(running_.size());
@@ -38,12 +38,12 @@ void WorkerPool::Resize(int size) {
 }
 
 int WorkerPool::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return static_cast<int>(running_.size());
 }
 
 int WorkerPool::live_threads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   int live = static_cast<int>(running_.size());
   for (const auto& worker : retiring_) {
     if (!worker->finished_.load(std::memory_order_acquire)) ++live;
@@ -52,10 +52,10 @@ int WorkerPool::live_threads() const {
 }
 
 void WorkerPool::Stop() {
-  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  MutexLock stop_lock(&stop_mu_);
   std::vector<std::unique_ptr<Worker>> all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopped_ = true;
     for (auto& worker : running_) all.push_back(std::move(worker));
     for (auto& worker : retiring_) all.push_back(std::move(worker));

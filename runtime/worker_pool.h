@@ -18,12 +18,12 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "runtime/mutex.h"
 
 namespace shipper::runtime {
 
@@ -71,13 +71,13 @@ class WorkerPool {
   const std::string name_;
   const std::function<void(const Worker&)> loop_;
 
-  // std::mutex: see cpu_monitor.h (TSan cannot see Debian's uninstrumented absl::Mutex).
-  mutable std::mutex mu_;
+  // runtime::Mutex: see runtime/mutex.h (TSan cannot see Debian's uninstrumented absl::Mutex).
+  mutable Mutex mu_;
   std::vector<std::unique_ptr<Worker>> running_ ABSL_GUARDED_BY(mu_);   // in start order
   std::vector<std::unique_ptr<Worker>> retiring_ ABSL_GUARDED_BY(mu_);  // asked to stop
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   // Serializes Stop() so a second caller returns only after everything is joined.
-  std::mutex stop_mu_;
+  Mutex stop_mu_;
 };
 
 }  // namespace shipper::runtime
