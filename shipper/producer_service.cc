@@ -113,7 +113,7 @@ class ProducerService::IndexStream final
     const uint64_t persisted = service_->persisted_;
     if (cancelled_) {
       finished_ = true;
-      return Action::kFinish;
+      return Action::kCancel;
     }
     if (interval_ <= absl::ZeroDuration() || service_->ending_) {
       finished_ = true;
@@ -145,13 +145,33 @@ class ProducerService::IndexStream final
         StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);
         break;
       case Action::kFinish:
-        Finish(cancelled_ ? grpc::Status::CANCELLED : grpc::Status::OK);
+        Finish(grpc::Status::OK);
+        break;
+      case Action::kCancel:
+        Finish(grpc::Status::CANCELLED);
         break;
     }
   }
 
-  void OnWriteDone(bool ok) override { Advance([&] { writing_ = false, cancelled_ |= !ok; }); }
-  void OnCancel() override { Advance([&] { cancelled_ = true; }); }
+  void OnWriteDone(bool ok) override {
+    Action action;
+    {
+      absl::MutexLock lock(&service_->mu_);
+      writing_ = false;
+      cancelled_ |= !ok;
+      action = Decide();
+    }
+    Act(action);
+  }
+  void OnCancel() override {
+    Action action;
+    {
+      absl::MutexLock lock(&service_->mu_);
+      cancelled_ = true;
+      action = Decide();
+    }
+    Act(action);
+  }
   void OnDone() override {
     {
       absl::MutexLock lock(&service_->mu_);
@@ -162,19 +182,15 @@ class ProducerService::IndexStream final
   }
 
  private:
-  // Applies `change` to the state under mu_, then acts on it.
-  template <typename Change>
-  void Advance(Change change) {
-    Action action;
-    {
-      absl::MutexLock lock(&service_->mu_);
-      change();
-      absl::Time wake = absl::InfiniteFuture();
-      action = Next(absl::Now(), &wake);
-      // A stream that must wait for its interval is the broadcaster's to wake.
-      if (wake != absl::InfiniteFuture()) service_->dirty_ = true;
-    }
-    Act(action);
+  friend class ProducerService;  // for service_, in what it asserts about mu_
+
+  // Next() after a change of this stream's state; the action to take once mu_ is released.
+  Action Decide() ABSL_EXCLUSIVE_LOCKS_REQUIRED(service_->mu_) {
+    absl::Time wake = absl::InfiniteFuture();
+    const Action action = Next(absl::Now(), &wake);
+    // A stream that must wait for its interval is the broadcaster's to wake.
+    if (wake != absl::InfiniteFuture()) service_->dirty_ = true;
+    return action;
   }
 
   ProducerService* const service_;
@@ -223,6 +239,7 @@ absl::Time ProducerService::DueStreams(StreamActions* actions) {
   absl::Time wake = absl::InfiniteFuture();
   const absl::Time now = absl::Now();
   for (IndexStream* stream : streams_) {
+    stream->service_->mu_.AssertHeld();  // it is mu_: for the analysis, which cannot tell
     IndexStream::Action action = stream->Next(now, &wake);
     if (action != IndexStream::Action::kNone) actions->emplace_back(stream, action);
   }
@@ -343,6 +360,7 @@ grpc::ServerWriteReactor<pb::PersistedIndexReply>* ProducerService::PersistedInd
     absl::MutexLock lock(&mu_);
     streams_.push_back(stream);
     persisted_ = queue_->persisted_index();
+    stream->service_->mu_.AssertHeld();  // it is mu_: for the analysis, which cannot tell
     absl::Time wake = absl::InfiniteFuture();
     action = stream->Next(absl::Now(), &wake);
   }

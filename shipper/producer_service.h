@@ -75,7 +75,8 @@ class ProducerService final
                        Request& request);
 
   // What a PersistedIndex stream does next; decided under mu_, done after it is released.
-  enum class StreamAction { kNone, kWrite, kWriteAndFinish, kFinish };
+  // kCancel finishes with CANCELLED: decided under mu_, since cancelled_ may change after.
+  enum class StreamAction { kNone, kWrite, kWriteAndFinish, kFinish, kCancel };
   using StreamActions = absl::InlinedVector<std::pair<IndexStream*, StreamAction>, 8>;
 
   // Sends streams that may write now the new persisted index (from the queue's ACK callback).
