@@ -168,7 +168,7 @@ TEST(EventJsonTest, StringsAreWrittenAsRapidjsonEscapesThem) {
   // escapes fall.
   std::string every_byte;
   for (int c = 0; c < 256; ++c) every_byte += absl::StrCat("0123456789abcdef", std::string(1, c));
-  for (const std::string s : {std::string(), std::string("plain ascii"), every_byte,
+  for (const std::string& s : {std::string(), std::string("plain ascii"), every_byte,
                               std::string("\"\"\"\"\"\"\"\"\"\\\\\\\\\\"),
                               std::string("GET \"/api/v1/items?id=1 HTTP/1.1\" 200 \"curl\""),
                               std::string("quote \" here"), std::string("back\\slash"),
