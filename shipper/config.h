@@ -51,7 +51,7 @@ struct Config {
   struct Ssl {
     std::string certificate;
     std::string key;
-    std::string certificate_authorities;
+    std::vector<std::string> certificate_authorities;  // their certificates, together
     ClientAuthentication client_authentication = ClientAuthentication::kNone;
   } ssl;
   queue::Options queue;
@@ -92,8 +92,16 @@ struct Config {
     std::string host = "127.0.0.1";
     int port = 8282;  // the Go shipper's; 0 picks a free one (the log says which)
   } http;
-  // How often one INFO line logs what the counters did since the last line (0: never).
-  absl::Duration metrics_period = absl::Seconds(30);
+  // One INFO line every period with what the counters did since the last (period 0: never).
+  struct MetricsLog {
+    bool enabled = true;
+    absl::Duration period = absl::Seconds(30);
+  } metrics_log;
+
+  // Lines for the log at start, not settings: deprecated spellings used (WARNING), keys taken
+  // that mean nothing here (INFO).
+  std::vector<std::string> warnings;
+  std::vector<std::string> notes;
 };
 
 // Builds the configuration from an optional YAML file (empty path: defaults only) and

@@ -27,8 +27,8 @@ absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(
     LOG(INFO) << "metrics on http://" << config.http.host << ":" << exporter->http_->port()
               << "/metrics";
   }
-  if (config.metrics_period > absl::ZeroDuration()) {
-    exporter->summary_ = std::make_unique<Summary>(config.metrics_period, collect);
+  if (config.metrics_log.enabled && config.metrics_log.period > absl::ZeroDuration()) {
+    exporter->summary_ = std::make_unique<Summary>(config.metrics_log.period, collect);
   }
   return exporter;
 }

@@ -1,5 +1,5 @@
 // What a running Shipper exposes about itself: the HTTP endpoint (/metrics, /healthz) when
-// shipper.http.enabled, and the periodic summary line when shipper.metrics.period > 0. Start()
+// http.enabled, and the periodic summary line (logging.metrics.*). Start()
 // logs "metrics on http://HOST:PORT/metrics" with the real port.
 //
 // Thread safety: SetServing() from any thread. The endpoint reads the queue, the CPU monitor and

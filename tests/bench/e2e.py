@@ -434,7 +434,7 @@ def main():
                     default="shipper.queue.mem.flush.min_events=2048,"
                             "shipper.queue.mem.flush.timeout=5ms")
     ap.add_argument("--direct_overrides", default="shipper.queue.mem.flush.min_events=1")
-    ap.add_argument("--common_overrides", default="shipper.http.port=0",
+    ap.add_argument("--common_overrides", default="http.port=0",
                     help="-E overrides for every Shipper run (default: the metrics endpoint on a "
                          "free port, so that runs never collide on 8282)")
     ap.add_argument("--idle_seconds", type=float, default=10)
