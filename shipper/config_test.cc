@@ -399,25 +399,8 @@ TEST(ConfigTest, LastReleasesSpellingsStillWorkWithAWarning) {
 }
 
 TEST(ConfigTest, TheArchivedShippersOwnKeys) {
-  // Its sample config, verbatim (elastic-agent-shipper.yml).
-  absl::StatusOr<Config> config = Parse(R"(
-type: console
-http:
-  enabled: true
-  expvar:
-    enabled: true
-  host: localhost
-  port: 8282
-shipper:
-  strict_mode: false
-  server:
-    server: unix:///tmp/grpc.socket
-  queue:
-    mem:
-  output:
-    console:
-      enabled: true
-)");
+  // Its sample config, verbatim.
+  absl::StatusOr<Config> config = LoadConfig("tests/config/elastic-agent-shipper.yml", {});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->output, "console");
   EXPECT_EQ(config->server_address, "unix:///tmp/grpc.socket");

@@ -17,24 +17,7 @@ sys.path.insert(0, "tests/python")
 from wire_compat_test import Shipper, generate_stubs  # noqa: E402
 
 # The sample config that ships in the archived shipper's repository, verbatim.
-SAMPLE = """\
-type: console
-http:
-  enabled: true
-  expvar:
-    enabled: true
-  host: localhost
-  port: 8282
-shipper:
-  strict_mode: false
-  server:
-    server: unix:///tmp/grpc.socket
-  queue:
-    mem:
-  output:
-    console:
-      enabled: true
-"""
+SAMPLE = "tests/config/elastic-agent-shipper.yml"
 
 
 class MigrationTest(unittest.TestCase):
@@ -44,9 +27,7 @@ class MigrationTest(unittest.TestCase):
         generate_stubs(cls.tmp)
         from proto import messages_pb2, producer_pb2_grpc  # noqa: generated above
         cls.msg, cls.grpc_stubs = messages_pb2, producer_pb2_grpc
-        cls.sample = os.path.join(cls.tmp, "elastic-agent-shipper.yml")
-        with open(cls.sample, "w") as f:
-            f.write(SAMPLE)
+        cls.sample = SAMPLE
 
     def full_event(self):
         e = self.msg.Event()
