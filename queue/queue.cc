@@ -36,6 +36,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "queue/mutex.h"
+#include "queue/producer_state.h"
 #include "queue/wait.h"
 
 namespace shipper::queue {
@@ -64,50 +65,7 @@ absl::string_view WaitStrategyName(WaitStrategy strategy) {
 
 namespace {
 
-// What a producer's slots point to. It outlives the Producer handle until the last of its events
-// is acknowledged, so the acking thread never follows a dangling pointer. It counts events rather
-// than references: publishing then costs a plain add under publish_mu_, not an atomic RMW.
-class ProducerState {
- public:
-  explicit ProducerState(AckCallback on_ack) : on_ack_(std::move(on_ack)) {}
-
-  // Reports `count` more persisted events (unless `report` is false: the queue is going away).
-  // Deletes the state when its handle is gone and this was its last event.
-  void Ack(uint64_t count, bool report = true) {
-    bool last;
-    {
-      internal::MutexLock lock(&ack_mu_);
-      if (report && on_ack_) on_ack_(count);
-      acked_ += count;
-      last = handle_gone_ && acked_ == published_total_;
-    }
-    if (last) delete this;
-  }
-
-  // The handle is gone after `published` accepted events: the callback is never called again,
-  // and the state is deleted after the last of them is acknowledged.
-  void HandleGone(uint64_t published) {
-    bool last;
-    {
-      internal::MutexLock lock(&ack_mu_);
-      on_ack_ = nullptr;
-      handle_gone_ = true;
-      published_total_ = published;
-      last = acked_ == published_total_;
-    }
-    if (last) delete this;
-  }
-
-  std::atomic<bool> cancelled{false};  // written under the queue's publish_mu_
-  uint64_t published = 0;              // guarded by the queue's publish_mu_
-
- private:
-  internal::Mutex ack_mu_;
-  AckCallback on_ack_ ABSL_GUARDED_BY(ack_mu_);
-  uint64_t acked_ ABSL_GUARDED_BY(ack_mu_) = 0;
-  bool handle_gone_ ABSL_GUARDED_BY(ack_mu_) = false;
-  uint64_t published_total_ ABSL_GUARDED_BY(ack_mu_) = 0;
-};
+using internal::ProducerState;
 
 // An entry: the event and who published it, in one 32-byte slot.
 struct Slot {
@@ -135,8 +93,9 @@ class QueueImpl final : public Queue {
   PublishResult Publish(ProducerState* producer, absl::Span<Event> events, absl::Time deadline);
   // Returns how many events the producer published.
   uint64_t Cancel(ProducerState* producer);
-  // Marks the events with indexes [first_index, first_index + size) done.
-  void Done(uint64_t first_index, size_t size);
+
+ protected:
+  void Done(uint64_t first_index, size_t size) override;
 
  private:
   Slot& slot(uint64_t index) const { return slots_[index & mask_]; }
@@ -205,24 +164,6 @@ class QueueImpl final : public Queue {
   internal::WaitChannel progress_{&get_mu_, &persisted_};  // WaitPersisted, Drain
 };
 
-class ProducerImpl final : public Producer {
- public:
-  ProducerImpl(QueueImpl* queue, ProducerState* state) : queue_(queue), state_(state) {}
-  ~ProducerImpl() override { state_->HandleGone(queue_->Cancel(state_)); }
-
-  PublishResult TryPublish(absl::Span<Event> events) override {
-    return queue_->Publish(state_, events, absl::InfinitePast());
-  }
-  PublishResult Publish(absl::Span<Event> events, absl::Time deadline) override {
-    return queue_->Publish(state_, events, deadline);
-  }
-  void Cancel() override { queue_->Cancel(state_); }
-
- private:
-  QueueImpl* const queue_;
-  ProducerState* const state_;
-};
-
 uint64_t RingSize(size_t max_events) {
   uint64_t size = 1;
   while (size < max_events) size <<= 1;
@@ -241,7 +182,7 @@ QueueImpl::~QueueImpl() {
 }
 
 std::unique_ptr<Producer> QueueImpl::NewProducer(AckCallback on_ack) {
-  return std::make_unique<ProducerImpl>(this, new ProducerState(std::move(on_ack)));
+  return std::make_unique<internal::ProducerHandle<QueueImpl>>(this, std::move(on_ack));
 }
 
 size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events, uint64_t freed,
@@ -525,8 +466,6 @@ std::string QueueImpl::DebugString() const {
                       " sleeping_producers=", producers_.sleepers());
 }
 
-QueueImpl* Impl(Queue* queue) { return static_cast<QueueImpl*>(queue); }
-
 }  // namespace
 
 absl::Status Queue::Validate(const Options& options) {
@@ -592,7 +531,7 @@ Batch::~Batch() { ABSL_RAW_CHECK(empty(), "a Batch was destroyed before Done()")
 
 void Batch::Done() {
   if (size_ == 0) return;
-  Impl(queue_)->Done(first_index_, std::exchange(size_, 0));
+  queue_->Done(first_index_, std::exchange(size_, 0));
 }
 
 }  // namespace shipper::queue
