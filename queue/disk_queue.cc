@@ -132,6 +132,14 @@ absl::StatusOr<size_t> PreadAll(int fd, char* data, size_t size, uint64_t offset
   return done;
 }
 
+absl::Status WriteState(int fd, uint64_t delivered_seq, const std::string& file) {
+  char state[internal::kStateBytes];
+  internal::EncodeState(state, delivered_seq);
+  absl::Status status = PwriteAll(fd, state, sizeof(state), 0, file);
+  if (status.ok() && fdatasync(fd) != 0) status = ErrnoStatus("sync", file);
+  return status;
+}
+
 // A producer's run of consecutive events in the write buffer: acknowledged together.
 struct Run {
   ProducerState* producer;
@@ -319,6 +327,9 @@ class DiskQueueImpl final : public DiskQueue {
   uint64_t tail_segment_ ABSL_GUARDED_BY(publish_mu_) = 0;  // 0: start one with the next event
   uint64_t tail_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
   std::deque<Mark> marks_ ABSL_GUARDED_BY(publish_mu_);
+  // Written chunks' buffers, emptied, for the next ones: a fresh buffer per write would cost a
+  // page fault per 4 KiB filled.
+  std::vector<std::string> spare_ ABSL_GUARDED_BY(publish_mu_);
   internal::WaitChannel consumers_{&publish_mu_, &synced_};      // Get: events to take
   internal::WaitChannel producers_{&publish_mu_, &room_epoch_};  // Publish: room, cancel, close
   internal::WaitChannel persisted_{&publish_mu_, &synced_};      // WaitPersisted
@@ -430,7 +441,10 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
     }
     if (pending_.empty() || pending_.back().segment_id != tail_segment_) {
       pending_.push_back({tail_segment_, index, index, {}});
-      pending_.back().frames.reserve(std::min(options_.buffer_size, segment_size_));
+      if (!spare_.empty()) {
+        pending_.back().frames.swap(spare_.back());
+        spare_.pop_back();
+      }
     }
     Chunk& chunk = pending_.back();
     const size_t at = chunk.frames.size();
@@ -945,6 +959,11 @@ void DiskQueueImpl::FinishRound(Round* round) {
   {
     internal::Wakeups wake;
     internal::MutexLock lock(&publish_mu_);
+    for (Chunk& chunk : round->chunks) {
+      if (spare_.size() == 2) break;
+      chunk.frames.clear();
+      spare_.push_back(std::move(chunk.frames));
+    }
     const uint64_t synced = synced_.load(std::memory_order_relaxed);
     const uint64_t read = std::min(read_.load(std::memory_order_acquire), synced);
     const uint64_t unread_before = synced - read;
@@ -1019,11 +1038,7 @@ void DiskQueueImpl::RecordDelivered(bool stopping) {
   }
   const absl::Time now = absl::Now();
   if (done == state_done_ || (!stopping && now < state_time_ + kStateInterval)) return;
-  char state[internal::kStateBytes];
-  internal::EncodeState(state, done + seq_base_);
-  const std::string file = FilePath(kStateFile);
-  absl::Status status = PwriteAll(state_fd_, state, sizeof(state), 0, file);
-  if (status.ok() && fdatasync(state_fd_) != 0) status = ErrnoStatus("sync", file);
+  const absl::Status status = WriteState(state_fd_, done + seq_base_, FilePath(kStateFile));
   state_time_ = now;  // after a failure too: retried an interval later, not in a busy loop
   if (!status.ok()) {
     ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
@@ -1091,8 +1106,9 @@ absl::StatusOr<Recovered> Recover(const DiskOptions& options, int state_fd) {
         absl::StrCat("shipper.queue.disk.path: cannot list ", options.path, ": ", error.message()));
   }
   std::sort(ids.begin(), ids.end());
+  const bool delivered_was_valid = delivered.has_value();
   if (!delivered) {
-    if (!ids.empty() || (got.ok() && *got > 0)) {
+    if (!ids.empty() || !got.ok() || *got > 0) {
       ABSL_RAW_LOG(WARNING,
                    "disk queue: %s/state missing or damaged: rebuilt from the "
                    "segments, whose events are all delivered again",
@@ -1168,6 +1184,11 @@ absl::StatusOr<Recovered> Recover(const DiskOptions& options, int state_fd) {
   r.last_index = first_seq != 0 ? last_seq - r.seq_base : 0;
   for (Segment& s : r.segments) s.last_index -= r.seq_base;
   for (const auto& [seq, time] : marks) r.marks.push_back({seq - r.seq_base, time});
+  // A valid state from the start, so that a missing one always means a lost one.
+  if (!delivered_was_valid) {
+    const absl::Status status = WriteState(state_fd, r.seq_base, options.path + "/" + kStateFile);
+    if (!status.ok()) ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
+  }
   if (!r.segments.empty()) {
     ABSL_RAW_LOG(INFO, "disk queue: %s: recovered %llu events in %zu segments",
                  options.path.c_str(), static_cast<unsigned long long>(r.last_index),
