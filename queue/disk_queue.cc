@@ -35,7 +35,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -53,6 +52,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "queue/common.h"
 #include "queue/disk_format.h"
 #include "queue/mutex.h"
 #include "queue/producer_state.h"
@@ -272,8 +272,7 @@ class DiskQueueImpl final : public DiskQueue {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
   bool ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const;
   absl::Time FlushTime() const {
-    return absl::FromUnixNanos(first_unread_ns_.load(std::memory_order_relaxed)) +
-           options_.flush_timeout;
+    return flush_.FlushTime(first_unread_ns_.load(std::memory_order_relaxed));
   }
 
   // Consumer side. Reads the frames of up to `max_events` events from read_ + 1 into a batch,
@@ -305,6 +304,7 @@ class DiskQueueImpl final : public DiskQueue {
   const internal::WaitOptions wait_options_;
   const internal::WaitOptions writer_wait_{};  // blocking: a background thread need not spin
   const bool buffered_;
+  const internal::FlushPolicy flush_;
   const uint64_t segment_size_;
   const uint64_t seq_base_;
   const int dir_fd_;
@@ -339,9 +339,7 @@ class DiskQueueImpl final : public DiskQueue {
   alignas(64) mutable internal::Mutex get_mu_;
   std::atomic<uint64_t> read_;
   std::atomic<uint64_t> done_;
-  using Range = std::pair<uint64_t, uint64_t>;
-  std::priority_queue<Range, std::vector<Range>, std::greater<Range>> done_early_
-      ABSL_GUARDED_BY(get_mu_);
+  internal::DoneRanges done_early_ ABSL_GUARDED_BY(get_mu_);
   absl::flat_hash_map<uint64_t, ReadBatch*> batches_ ABSL_GUARDED_BY(get_mu_);  // by first index
   uint64_t cursor_segment_ ABSL_GUARDED_BY(get_mu_) = 0;
   uint64_t cursor_offset_ ABSL_GUARDED_BY(get_mu_) = 0;
@@ -380,6 +378,7 @@ DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_f
     : options_(options),
       wait_options_{options.wait_strategy, options.sleep_min, options.sleep_max},
       buffered_(options.flush_min_events > 1),
+      flush_{buffered_, options.flush_min_events, options.flush_timeout},
       segment_size_(SegmentSize(options)),
       seq_base_(recovered.seq_base),
       dir_fd_(dir_fd),
@@ -479,54 +478,17 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
 
 PublishResult DiskQueueImpl::Publish(ProducerState* producer, absl::Span<Event> events,
                                      absl::Time deadline) {
-  PublishResult result;
-  internal::Wakeups wake;
-  internal::MutexLock lock(&publish_mu_);
-  std::optional<internal::Waiter> waiter;  // only when it must wait
-  bool blocked = false;
-  for (;;) {
-    if (producer->cancelled.load(std::memory_order_relaxed)) {
-      result.status = absl::CancelledError("producer cancelled");
-      break;
-    }
-    if (closed_.load(std::memory_order_relaxed)) {
-      result.status = absl::UnavailableError("queue closed");
-      break;
-    }
-    const uint64_t room = room_epoch_.load(std::memory_order_relaxed);
-    const size_t accepted = Accept(producer, events.subspan(result.accepted), &wake);
-    if (accepted > 0) {
-      result.accepted += accepted;
-      result.last_index = published_.load(std::memory_order_relaxed);
-    }
-    if (result.accepted == events.size()) break;
-    if (deadline == absl::InfinitePast()) {
-      result.status = absl::ResourceExhaustedError("disk queue full");
-      break;
-    }
-    if (absl::Now() >= deadline) {
-      result.status = absl::DeadlineExceededError("disk queue full until the deadline");
-      break;
-    }
-    if (!blocked) {
-      // A buffered Get flushes early for blocked producers, so that segments empty sooner.
-      blocked = true;
-      blocked_producers_.fetch_add(1, std::memory_order_relaxed);
-      consumers_.NotifyOne(&wake);
-    }
-    if (!waiter) waiter.emplace(&producers_, wait_options_);
-    waiter->Wait(
-        &publish_mu_, deadline,
-        [&] {
-          return room_epoch_.load(std::memory_order_relaxed) != room ||
-                 producer->cancelled.load(std::memory_order_relaxed) ||
-                 closed_.load(std::memory_order_relaxed);
-        },
-        &wake);
-  }
-  if (blocked) blocked_producers_.fetch_sub(1, std::memory_order_relaxed);
-  if (result.accepted == 0) result.last_index = published_.load(std::memory_order_relaxed);
-  return result;
+  uint64_t room;  // room_epoch_ as Accept last saw it
+  return internal::PublishLoop(
+      {&publish_mu_, &published_, &closed_, &blocked_producers_, &consumers_, &producers_,
+       &wait_options_},
+      producer, events, deadline,
+      // (Under publish_mu_, which the analysis cannot follow into PublishLoop.)
+      [&](absl::Span<Event> rest, internal::Wakeups* wake) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        room = room_epoch_.load(std::memory_order_relaxed);
+        return Accept(producer, rest, wake);
+      },
+      [&] { return room_epoch_.load(std::memory_order_relaxed) != room; });
 }
 
 uint64_t DiskQueueImpl::Cancel(ProducerState* producer) {
@@ -539,10 +501,8 @@ uint64_t DiskQueueImpl::Cancel(ProducerState* producer) {
 }
 
 bool DiskQueueImpl::ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const {
-  if (unread == 0) return false;
-  if (!buffered_ || closed || blocked_producers_.load(std::memory_order_relaxed) > 0) return true;
-  if (unread >= std::min(options_.flush_min_events, max_events)) return true;
-  return absl::Now() >= FlushTime();
+  return flush_.Ready(unread, max_events, closed,
+                      blocked_producers_.load(std::memory_order_relaxed) > 0, FlushTime());
 }
 
 Batch DiskQueueImpl::Get(size_t max_events, absl::Time deadline) {
@@ -710,16 +670,9 @@ void DiskQueueImpl::Done(uint64_t first_index, size_t size) {
 }
 
 void DiskQueueImpl::MarkDone(uint64_t first_index, uint64_t last_index, internal::Wakeups* wake) {
-  uint64_t done = done_.load(std::memory_order_relaxed);
-  if (first_index != done + 1) {
-    done_early_.push({first_index, last_index});
-    return;
-  }
-  done = last_index;
-  while (!done_early_.empty() && done_early_.top().first == done + 1) {
-    done = done_early_.top().second;
-    done_early_.pop();
-  }
+  const uint64_t before = done_.load(std::memory_order_relaxed);
+  const uint64_t done = done_early_.Add(first_index, last_index, before);
+  if (done == before) return;  // done out of order
   done_.store(done, std::memory_order_release);
   drained_.NotifyAll(wake);
   // The writer deletes segments and records the state.

@@ -26,8 +26,6 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <optional>
-#include <queue>
 #include <utility>
 #include <vector>
 
@@ -35,6 +33,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "queue/common.h"
 #include "queue/mutex.h"
 #include "queue/producer_state.h"
 #include "queue/wait.h"
@@ -121,8 +120,7 @@ class QueueImpl final : public Queue {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
   // Buffered only: when the unread events must be handed out even if too few.
   absl::Time FlushTime() const {
-    return absl::FromUnixNanos(first_unread_ns_.load(std::memory_order_relaxed)) +
-           options_.flush_timeout;
+    return flush_.FlushTime(first_unread_ns_.load(std::memory_order_relaxed));
   }
   // Calls ACK callbacks and frees the slots of done events until none are left.
   // REQUIRES: no thread is acking (acking_ is false).
@@ -136,6 +134,7 @@ class QueueImpl final : public Queue {
   const Options options_;
   const internal::WaitOptions wait_options_;
   const bool buffered_;
+  const internal::FlushPolicy flush_;
   const uint64_t mask_;
   const std::unique_ptr<Slot[]> slots_;
 
@@ -155,10 +154,8 @@ class QueueImpl final : public Queue {
   std::atomic<uint64_t> persisted_{0};
   std::atomic<uint64_t> freed_{0};
   std::atomic<uint64_t> bytes_out_{0};  // bytes of all events freed
-  // Done batches beyond persisted_ + 1, as [first, last], lowest first.
-  using Range = std::pair<uint64_t, uint64_t>;
-  std::priority_queue<Range, std::vector<Range>, std::greater<Range>> done_early_
-      ABSL_GUARDED_BY(get_mu_);
+  // Done batches beyond persisted_ + 1.
+  internal::DoneRanges done_early_ ABSL_GUARDED_BY(get_mu_);
   bool acking_ ABSL_GUARDED_BY(get_mu_) = false;
   internal::WaitChannel producers_{&get_mu_, &freed_};     // Publish: room, cancel, close
   internal::WaitChannel progress_{&get_mu_, &persisted_};  // WaitPersisted, Drain
@@ -174,6 +171,7 @@ QueueImpl::QueueImpl(const Options& options)
     : options_(options),
       wait_options_{options.wait_strategy, options.sleep_min, options.sleep_max},
       buffered_(options.flush_min_events > 1),
+      flush_{buffered_, options.flush_min_events, options.flush_timeout},
       mask_(RingSize(options.max_events) - 1),
       slots_(new Slot[mask_ + 1]) {}
 
@@ -227,54 +225,17 @@ size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events, uint
 
 PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> events,
                                  absl::Time deadline) {
-  PublishResult result;
-  internal::Wakeups wake;
-  internal::MutexLock lock(&publish_mu_);
-  std::optional<internal::Waiter> waiter;  // only when it must wait
-  bool blocked = false;
-  for (;;) {
-    if (producer->cancelled.load(std::memory_order_relaxed)) {
-      result.status = absl::CancelledError("producer cancelled");
-      break;
-    }
-    if (closed_.load(std::memory_order_relaxed)) {
-      result.status = absl::UnavailableError("queue closed");
-      break;
-    }
-    const uint64_t freed = freed_.load(std::memory_order_acquire);
-    const size_t accepted = Accept(producer, events.subspan(result.accepted), freed, &wake);
-    if (accepted > 0) {
-      result.accepted += accepted;
-      result.last_index = published_.load(std::memory_order_relaxed);
-    }
-    if (result.accepted == events.size()) break;
-    if (deadline == absl::InfinitePast()) {
-      result.status = absl::ResourceExhaustedError("queue full");
-      break;
-    }
-    if (absl::Now() >= deadline) {
-      result.status = absl::DeadlineExceededError("queue full until the deadline");
-      break;
-    }
-    if (!blocked) {
-      // A buffered Get flushes early for blocked producers (see ReadyToFlush).
-      blocked = true;
-      blocked_producers_.fetch_add(1, std::memory_order_relaxed);
-      consumers_.NotifyOne(&wake);
-    }
-    if (!waiter) waiter.emplace(&producers_, wait_options_);
-    waiter->Wait(
-        &publish_mu_, deadline,
-        [&] {  // under get_mu_
-          return freed_.load(std::memory_order_relaxed) != freed ||
-                 producer->cancelled.load(std::memory_order_relaxed) ||
-                 closed_.load(std::memory_order_relaxed);
-        },
-        &wake);
-  }
-  if (blocked) blocked_producers_.fetch_sub(1, std::memory_order_relaxed);
-  if (result.accepted == 0) result.last_index = published_.load(std::memory_order_relaxed);
-  return result;
+  uint64_t freed;  // as Accept last saw it
+  return internal::PublishLoop(
+      {&publish_mu_, &published_, &closed_, &blocked_producers_, &consumers_, &producers_,
+       &wait_options_},
+      producer, events, deadline,
+      // (Under publish_mu_, which the analysis cannot follow into PublishLoop.)
+      [&](absl::Span<Event> rest, internal::Wakeups* wake) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        freed = freed_.load(std::memory_order_acquire);
+        return Accept(producer, rest, freed, wake);
+      },
+      [&] { return freed_.load(std::memory_order_relaxed) != freed; });  // under get_mu_
 }
 
 uint64_t QueueImpl::Cancel(ProducerState* producer) {
@@ -291,10 +252,8 @@ uint64_t QueueImpl::Cancel(ProducerState* producer) {
 }
 
 bool QueueImpl::ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const {
-  if (unread == 0) return false;
-  if (!buffered_ || closed || blocked_producers_.load(std::memory_order_relaxed) > 0) return true;
-  if (unread >= std::min(options_.flush_min_events, max_events)) return true;
-  return absl::Now() >= FlushTime();
+  return flush_.Ready(unread, max_events, closed,
+                      blocked_producers_.load(std::memory_order_relaxed) > 0, FlushTime());
 }
 
 Batch QueueImpl::Get(size_t max_events, absl::Time deadline) {
@@ -334,16 +293,9 @@ void QueueImpl::Done(uint64_t first_index, size_t size) {
   const uint64_t last = first_index + size - 1;
   internal::Wakeups wake;
   internal::MutexLock lock(&get_mu_);
-  uint64_t persisted = persisted_.load(std::memory_order_relaxed);
-  if (first_index != persisted + 1) {
-    done_early_.push({first_index, last});
-    return;
-  }
-  persisted = last;
-  while (!done_early_.empty() && done_early_.top().first == persisted + 1) {
-    persisted = done_early_.top().second;
-    done_early_.pop();
-  }
+  const uint64_t before = persisted_.load(std::memory_order_relaxed);
+  const uint64_t persisted = done_early_.Add(first_index, last, before);
+  if (persisted == before) return;  // done out of order
   persisted_.store(persisted, std::memory_order_release);
   progress_.NotifyAll(&wake);
   if (!acking_) AckPersisted(&wake);
