@@ -23,6 +23,7 @@
 #include "queue/disk_queue.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1217,6 +1218,12 @@ absl::StatusOr<std::unique_ptr<DiskQueue>> DiskQueue::Create(const DiskOptions& 
   }
   const int dir_fd = open(options.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) return ErrnoStatus("shipper.queue.disk.path: open", options.path);
+  // Two queues on one directory would delete each other's segments. The lock goes with dir_fd.
+  if (flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+    close(dir_fd);
+    return absl::FailedPreconditionError(absl::StrCat("shipper.queue.disk.path: ", options.path,
+                                                      " is in use by another disk queue"));
+  }
   const std::string state_file = options.path + "/" + kStateFile;
   const int state_fd = open(state_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (state_fd < 0) {

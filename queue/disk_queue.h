@@ -36,7 +36,8 @@
 // space on disk comes back a whole segment at a time, as outputs finish them.
 //
 // Thread safety: as Queue. The queue runs one thread of its own (the writer), which calls the ACK
-// callbacks. Nothing else may write in `path` while the queue is open.
+// callbacks. Nothing else may write in `path` while the queue is open; a second queue on the same
+// directory, in this process or another, is refused (an flock on the directory).
 #ifndef SHIPPER_QUEUE_DISK_QUEUE_H_
 #define SHIPPER_QUEUE_DISK_QUEUE_H_
 
@@ -88,9 +89,9 @@ struct DiskStats {
 
 class DiskQueue : public Queue {
  public:
-  // Validates `options` (INVALID_ARGUMENT naming the first bad key), creates the directory if
-  // needed and recovers what it holds. Other errors are the file system's (e.g. the directory
-  // cannot be listed).
+  // Validates `options` (INVALID_ARGUMENT naming every bad key), creates the directory if
+  // needed and recovers what it holds. FAILED_PRECONDITION if another queue has the directory
+  // open; other errors are the file system's (e.g. the directory cannot be listed).
   static absl::StatusOr<std::unique_ptr<DiskQueue>> Create(const DiskOptions& options);
 
   virtual DiskStats disk_stats() const = 0;

@@ -90,6 +90,14 @@ TEST_F(DiskQueueTest, RestartWithSeveralSegmentsResendsNothingDelivered) {
   EXPECT_EQ(queue->disk_stats().segments, 0);
 }
 
+TEST_F(DiskQueueTest, OneQueuePerDirectory) {
+  auto queue = Open();
+  auto second = DiskQueue::Create(options_);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition) << second.status();
+  queue.reset();
+  EXPECT_TRUE(DiskQueue::Create(options_).ok());
+}
+
 TEST_F(DiskQueueTest, ABatchSpansSegmentBoundaries) {
   auto queue = Open();
   auto producer = queue->NewProducer(nullptr);
