@@ -503,7 +503,8 @@ uint64_t DiskQueueImpl::Cancel(ProducerState* producer) {
 
 bool DiskQueueImpl::ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const {
   return flush_.Ready(unread, max_events, closed,
-                      blocked_producers_.load(std::memory_order_relaxed) > 0, FlushTime());
+                      blocked_producers_.load(std::memory_order_relaxed) > 0,
+                      first_unread_ns_.load(std::memory_order_relaxed));
 }
 
 Batch DiskQueueImpl::Get(size_t max_events, absl::Time deadline) {

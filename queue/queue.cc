@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -225,17 +226,54 @@ size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events, uint
 
 PublishResult QueueImpl::Publish(ProducerState* producer, absl::Span<Event> events,
                                  absl::Time deadline) {
-  uint64_t freed;  // as Accept last saw it
-  return internal::PublishLoop(
-      {&publish_mu_, &published_, &closed_, &blocked_producers_, &consumers_, &producers_,
-       &wait_options_},
-      producer, events, deadline,
-      // (Under publish_mu_, which the analysis cannot follow into PublishLoop.)
-      [&](absl::Span<Event> rest, internal::Wakeups* wake) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        freed = freed_.load(std::memory_order_acquire);
-        return Accept(producer, rest, freed, wake);
-      },
-      [&] { return freed_.load(std::memory_order_relaxed) != freed; });  // under get_mu_
+  PublishResult result;
+  internal::Wakeups wake;
+  internal::MutexLock lock(&publish_mu_);
+  std::optional<internal::Waiter> waiter;  // only when it must wait
+  bool blocked = false;
+  for (;;) {
+    if (producer->cancelled.load(std::memory_order_relaxed)) {
+      result.status = absl::CancelledError("producer cancelled");
+      break;
+    }
+    if (closed_.load(std::memory_order_relaxed)) {
+      result.status = absl::UnavailableError("queue closed");
+      break;
+    }
+    const uint64_t freed = freed_.load(std::memory_order_acquire);
+    const size_t accepted = Accept(producer, events.subspan(result.accepted), freed, &wake);
+    if (accepted > 0) {
+      result.accepted += accepted;
+      result.last_index = published_.load(std::memory_order_relaxed);
+    }
+    if (result.accepted == events.size()) break;
+    if (deadline == absl::InfinitePast()) {
+      result.status = absl::ResourceExhaustedError("queue full");
+      break;
+    }
+    if (absl::Now() >= deadline) {
+      result.status = absl::DeadlineExceededError("queue full until the deadline");
+      break;
+    }
+    if (!blocked) {
+      // A buffered Get flushes early for blocked producers (see ReadyToFlush).
+      blocked = true;
+      blocked_producers_.fetch_add(1, std::memory_order_relaxed);
+      consumers_.NotifyOne(&wake);
+    }
+    if (!waiter) waiter.emplace(&producers_, wait_options_);
+    waiter->Wait(
+        &publish_mu_, deadline,
+        [&] {  // under get_mu_
+          return freed_.load(std::memory_order_relaxed) != freed ||
+                 producer->cancelled.load(std::memory_order_relaxed) ||
+                 closed_.load(std::memory_order_relaxed);
+        },
+        &wake);
+  }
+  if (blocked) blocked_producers_.fetch_sub(1, std::memory_order_relaxed);
+  if (result.accepted == 0) result.last_index = published_.load(std::memory_order_relaxed);
+  return result;
 }
 
 uint64_t QueueImpl::Cancel(ProducerState* producer) {
@@ -253,7 +291,8 @@ uint64_t QueueImpl::Cancel(ProducerState* producer) {
 
 bool QueueImpl::ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const {
   return flush_.Ready(unread, max_events, closed,
-                      blocked_producers_.load(std::memory_order_relaxed) > 0, FlushTime());
+                      blocked_producers_.load(std::memory_order_relaxed) > 0,
+                      first_unread_ns_.load(std::memory_order_relaxed));
 }
 
 Batch QueueImpl::Get(size_t max_events, absl::Time deadline) {
