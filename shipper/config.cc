@@ -121,6 +121,32 @@ std::vector<Key<Config>> ServerKeys() {
           "shipper.queue.mem.wait_strategy", "how idle consumers and blocked producers wait",
           "blocking|phased|sleeping", queue::ParseWaitStrategy, queue::WaitStrategyName,
           [](Config& c) -> queue::WaitStrategy& { return c.queue.wait_strategy; }),
+      K::Bool("shipper.queue.disk.enabled",
+              "keep the queue on disk (survives restarts) instead of in memory",
+              &Config::disk_queue),
+      K::String("shipper.queue.disk.path", "directory of the disk queue's files",
+                [](Config& c) -> std::string& { return c.disk.path; }),
+      K::Size("shipper.queue.disk.max_size",
+              "bytes the disk queue's files may hold; beyond, clients get partial acceptance", 1,
+              true, [](Config& c) -> size_t& { return c.disk.max_size; }),
+      K::Size("shipper.queue.disk.segment_size",
+              "bytes per segment file, freed whole once delivered (0: max_size / 10, at least "
+              "1MiB)",
+              0, true, [](Config& c) -> size_t& { return c.disk.segment_size; }),
+      K::Size("shipper.queue.disk.buffer_size",
+              "bytes of events accepted and not yet written at most (memory while the disk is "
+              "slow)",
+              1, true, [](Config& c) -> size_t& { return c.disk.buffer_size; }),
+      K::Size("shipper.queue.disk.flush.min_events",
+              "buffered loop, as shipper.queue.mem.flush.min_events", 0, false,
+              [](Config& c) -> size_t& { return c.disk.flush_min_events; }),
+      K::Duration("shipper.queue.disk.flush.timeout",
+                  "buffered loop, as shipper.queue.mem.flush.timeout",
+                  [](Config& c) -> absl::Duration& { return c.disk.flush_timeout; }),
+      K::Enum<queue::WaitStrategy>(
+          "shipper.queue.disk.wait_strategy", "as shipper.queue.mem.wait_strategy",
+          "blocking|phased|sleeping", queue::ParseWaitStrategy, queue::WaitStrategyName,
+          [](Config& c) -> queue::WaitStrategy& { return c.disk.wait_strategy; }),
       K::Size("shipper.output.bulk_max_size", "most events an output writes at once", 1, false,
               &Config::bulk_max_size),
       K::Duration("shipper.output.backoff.init",
@@ -472,6 +498,11 @@ absl::Status Preflight(const Config& config) {
   CheckListenerSsl(config.ssl, &problems);
   if (!config.dead_letter_path.empty()) {
     CheckAppendFile(&problems, "shipper.dead_letter.path", config.dead_letter_path);
+  }
+  if (config.disk_queue) {
+    for (const absl::Status& problem : queue::ValidateDiskOptions(config.disk)) {
+      problems.Add(problem);
+    }
   }
   config.output_settings->Preflight(&problems);
   return problems.ToStatus();

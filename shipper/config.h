@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_quota.h"
 #include "shipper/output/output.h"
@@ -54,7 +55,11 @@ struct Config {
     std::vector<std::string> certificate_authorities;  // their certificates, together
     ClientAuthentication client_authentication = ClientAuthentication::kNone;
   } ssl;
-  queue::Options queue;
+  queue::Options queue;  // shipper.queue.mem.*
+  // The disk queue instead (shipper.queue.disk.enabled): events survive restarts and outputs
+  // down for longer than memory could hold; queue/disk_queue.h says how.
+  bool disk_queue = false;
+  queue::DiskOptions disk;  // shipper.queue.disk.*
   // How many events an output worker takes from the queue at once.
   size_t bulk_max_size = 4096;
 

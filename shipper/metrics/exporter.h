@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
 #include "runtime/worker_pool.h"
@@ -25,6 +26,7 @@ class Exporter {
   // UNAVAILABLE when the endpoint cannot listen (the message names the keys to change).
   static absl::StatusOr<std::unique_ptr<Exporter>> Start(const Config& config,
                                                          const queue::Queue* queue,
+                                                         const queue::DiskQueue* disk_queue,
                                                          const runtime::CpuMonitor* cpu,
                                                          const runtime::WorkerPool* output_workers,
                                                          const runtime::WorkerPool* grpc_workers);

@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpcpp/support/status.h"
+#include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
 #include "shipper/metrics/metric.h"
@@ -31,6 +32,8 @@ struct Sources {
   const queue::Queue* queue = nullptr;
   size_t queue_max_events = 0;
   size_t queue_max_bytes = 0;  // 0: no byte limit
+  std::function<queue::DiskStats()> disk_queue;  // when the queue is the disk queue
+  uint64_t disk_max_bytes = 0;
   const runtime::CpuMonitor* cpu = nullptr;
   std::function<int()> output_workers;  // live threads of the output pool
   std::function<int()> grpc_workers;    // live threads of the pool serving PublishEvents
