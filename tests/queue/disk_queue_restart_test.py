@@ -32,7 +32,8 @@ class DiskQueueRestartTest(unittest.TestCase):
                        "-E", f"shipper.queue.disk.path={queue_dir}",
                        "-E", "shipper.queue.disk.max_size=64MiB",
                        "-E", "shipper.output.backoff.init=50ms",
-                       "-E", "shipper.output.backoff.max=200ms", *args)
+                       "-E", "shipper.output.backoff.max=200ms",
+                       "-E", "shipper.shutdown_timeout=2s", *args)
 
     def publish(self, shipper, first, n):
         """Publishes events seq first..first+n-1, resending what a reply did not accept; returns
@@ -107,6 +108,57 @@ class DiskQueueRestartTest(unittest.TestCase):
             while time.time() < deadline and self.metric(up, "shipper_queue_disk_bytes") > 64 << 10:
                 time.sleep(0.1)
             self.assertLessEqual(self.metric(up, "shipper_queue_disk_bytes"), 64 << 10)
+        finally:
+            self.assertEqual(up.stop(), 0, up.text())
+
+    def test_an_outage_longer_than_the_queue_fills_it_then_everything_is_delivered(self):
+        queue_dir = os.path.join(self.tmp, "full-queue")
+        out_dir = os.path.join(self.tmp, "full-out")
+        small = ("-E", "shipper.queue.disk.max_size=2MiB", "-E", "shipper.queue.disk.segment_size=256KiB",
+                 "-E", "shipper.queue.disk.buffer_size=256KiB")
+        down = ("-E", "shipper.output.redis.enabled=true", "-E", f"shipper.output.redis.hosts={DEAD_REDIS}")
+        accepted = 0
+        for attempt in range(2):  # the output stays down across one restart
+            shipper = self.start(queue_dir, *small, *down)
+            try:
+                with grpc.insecure_channel(shipper.address) as channel:
+                    stub = self.stubs.ProducerStub(channel)
+                    # Until the files are near max_size and a reply accepts only part of a
+                    # request (a full write buffer also does that, earlier).
+                    full = False
+                    deadline = time.time() + 60
+                    while not full and time.time() < deadline:
+                        req = self.msg.PublishRequest(uuid=shipper.uuid)
+                        for s in range(accepted + 1, accepted + 501):
+                            e = req.events.add()
+                            e.fields.data["seq"].int64_value = s
+                            e.fields.data["pad"].string_value = "y" * 500
+                        reply = stub.PublishEvents(req, timeout=30)
+                        accepted += reply.accepted_count  # the rest is resent next time
+                        if reply.accepted_count < 500:
+                            full = self.metric(shipper, "shipper_queue_disk_bytes") > 1536 << 10
+                            time.sleep(0.01)
+                    self.assertTrue(full, "the queue never filled")
+                    self.assertGreaterEqual(self.persisted(shipper, reply.accepted_index),
+                                            reply.accepted_index)
+            finally:
+                self.assertEqual(shipper.stop(), 0, shipper.text())
+        up = self.start(queue_dir, *small, "-E", f"shipper.output.file.path={out_dir}",
+                        "-E", "shipper.output.file.rotate_every_kb=1048576")
+        try:
+            path = os.path.join(out_dir, "shipper.ndjson")
+            seen = set()
+            deadline = time.time() + 60
+            while time.time() < deadline and len(seen) < accepted:
+                time.sleep(0.1)
+                if os.path.exists(path):
+                    with open(path) as f:
+                        seen = {json.loads(line)["seq"] for line in f if line.endswith("\n")}
+            self.assertEqual(seen, set(range(1, accepted + 1)))
+            deadline = time.time() + 30
+            while time.time() < deadline and self.metric(up, "shipper_queue_disk_bytes") > 256 << 10:
+                time.sleep(0.1)
+            self.assertLessEqual(self.metric(up, "shipper_queue_disk_bytes"), 256 << 10)
         finally:
             self.assertEqual(up.stop(), 0, up.text())
 
