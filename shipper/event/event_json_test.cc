@@ -162,6 +162,23 @@ TEST(EventJsonTest, ClashingNamesAreShadowedNotLostOrDuplicated) {
   EXPECT_EQ(top_level_timestamps, 1) << line;
 }
 
+TEST(EventJsonTest, WithoutMetadataTheDocumentIsTheRestUnchanged) {
+  pb::Event event;
+  event.mutable_timestamp()->set_seconds(1);
+  event.mutable_data_stream()->set_dataset("nginx.access");
+  (*event.mutable_metadata()->mutable_data())["_id"].set_string_value("id-1");
+  Field(event, "message").set_string_value("hello");
+  Field(event, "@metadata").set_int32_value(1);
+  rapidjson::StringBuffer buffer;
+  EventJsonWriter(&buffer, Metadata::kOmit).Append(event.SerializeAsString(), 5);
+  rapidjson::Document doc = ParseLine(std::string(buffer.GetString(), buffer.GetSize()));
+  rapidjson::Document full = ParseLine(Encode(event, 5));
+  full.RemoveMember("@metadata");
+  EXPECT_TRUE(doc == full) << buffer.GetString();
+  EXPECT_FALSE(doc.HasMember("@metadata"));
+  EXPECT_STREQ(doc["message"].GetString(), "hello");
+}
+
 TEST(EventJsonTest, StringsAreWrittenAsRapidjsonEscapesThem) {
   // The writer copies runs without escapes whole, a word at a time; the result must not differ
   // from rapidjson's byte-by-byte escaping, for keys and values alike, wherever in a word the
