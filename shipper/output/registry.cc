@@ -2,6 +2,7 @@
 
 #include "shipper/output/console/console_output.h"
 #include "shipper/output/discard/discard_output.h"
+#include "shipper/output/elasticsearch/elasticsearch_output.h"
 #include "shipper/output/file/file_output.h"
 #include "shipper/output/forward/forward_output.h"
 #include "shipper/output/redis/redis_output.h"
@@ -14,6 +15,7 @@ const std::vector<OutputType>& Outputs() {
       ConsoleOutputType(),
       RedisOutputType(),
       ForwardOutputType(),
+      ElasticsearchOutputType(),
       DiscardOutputType(),
   };
   return *outputs;
