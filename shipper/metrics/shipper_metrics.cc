@@ -270,6 +270,19 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
         Type::kHistogram)
       .Histogram(m.persist_seconds_);
   CollectOutputs(m.outputs_, &c);
+  c.Add("shipper_output_requests_total",
+        "Requests an output sent its destination, by the answer's status (none: no answer).",
+        Type::kCounter);
+  m.output_requests_.ForEach([&](const std::string& labels, const Counter& counter) {
+    c.Sample(counter.value(), labels);
+  });
+  c.Add("shipper_output_items_total",
+        "Events of those requests by outcome: created, duplicate (already there), retried, "
+        "dead_lettered.",
+        Type::kCounter);
+  m.output_items_.ForEach([&](const std::string& labels, const Counter& counter) {
+    c.Sample(counter.value(), labels);
+  });
 
   c.Add("shipper_connections_refused_total",
         "Connections beyond shipper.server.max_connections, whose calls were all refused.",

@@ -77,6 +77,17 @@ class ShipperMetrics {
   OutputMetrics& Output(absl::string_view name) {
     return outputs_.Get(FormatLabels({{"output", name}}));
   }
+  // Requests an output sent its destination, by the answer's status (an HTTP status, or "none"
+  // when none came), and the events of them by what became of each (outcome: "created",
+  // "duplicate", "retried", "dead_lettered"). Outputs that speak to a server in requests of
+  // many events count them here (Elasticsearch). Locks: look each child up once, or once per
+  // request.
+  Counter& OutputRequests(absl::string_view output, absl::string_view status) {
+    return output_requests_.Get(FormatLabels({{"output", output}, {"status", status}}));
+  }
+  Counter& OutputItems(absl::string_view output, absl::string_view outcome) {
+    return output_items_.Get(FormatLabels({{"output", output}, {"outcome", outcome}}));
+  }
   // The request counter of a gRPC method (full path) and status code. Locks: see GrpcMetrics.
   Counter& GrpcRequests(absl::string_view method, absl::string_view code) {
     return grpc_requests_.Get(FormatLabels({{"method", method}, {"code", code}}));
@@ -94,6 +105,8 @@ class ShipperMetrics {
   Counter cpu_retunes_;
   Counter connections_refused_;
   Family<OutputMetrics> outputs_;
+  Family<Counter> output_requests_;
+  Family<Counter> output_items_;
   Family<Counter> grpc_requests_;
 };
 

@@ -7,8 +7,7 @@ Elasticsearch's error, and the persisted index covers them all."""
 import collections
 import unittest
 
-from es_testing import (Publisher, data_stream, dead_letters, event, start_shipper, tmpdir,
-                        wait_for)
+from es_testing import Publisher, data_stream, dead_letters, event, metrics, start_shipper, tmpdir
 from fake_elasticsearch import FakeElasticsearch
 
 EVENTS = 100_000
@@ -40,6 +39,7 @@ class BulkTest(unittest.TestCase):
             publisher.publish(events)
             self.assertEqual(publisher.await_persisted(publisher.last_index, timeout=240),
                              publisher.last_index, shipper.text())
+            page = metrics(shipper)
         finally:
             publisher.close()
             code = shipper.stop()
@@ -73,6 +73,17 @@ class BulkTest(unittest.TestCase):
         self.assertEqual(items.get("429"), sum(fault_of(s) == "retry" for s in range(EVENTS)))
         self.assertEqual(items.get("409"), sum(fault_of(s) == "conflict" for s in range(EVENTS)))
         self.assertGreater(fake.stat("gzip"), 0)
+
+        def items(outcome):
+            return page[f'shipper_output_items_total{{output="elasticsearch",outcome="{outcome}"}}']
+        conflicts = sum(fault_of(s) == "conflict" for s in range(EVENTS))
+        self.assertEqual(items("created"), EVENTS - len(rejected) - conflicts)
+        self.assertEqual(items("duplicate"), conflicts)
+        self.assertEqual(items("retried"), sum(fault_of(s) == "retry" for s in range(EVENTS)))
+        self.assertEqual(items("dead_lettered"), len(rejected))
+        requests = 'shipper_output_requests_total{output="elasticsearch",status="%s"}'
+        self.assertEqual(page[requests % 413], statuses["413"])
+        self.assertGreater(page[requests % 200], 0)
         log = shipper.text()
         self.assertIn("elasticsearch http://127.0.0.1:", log)
         self.assertIn("cluster fake-cluster, version 8.11.0", log)

@@ -2,9 +2,11 @@
 events that name their data stream and fault, and publishing with the persisted index."""
 import json
 import os
+import re
 import sys
 import tempfile
 import time
+import urllib.request
 
 import grpc
 
@@ -27,6 +29,15 @@ def start_shipper(d, hosts, *args):
                    "-E", "shipper.output.backoff.max=200ms",
                    "-E", f"shipper.dead_letter.path={os.path.join(d, 'dead.ndjson')}",
                    *args)
+
+
+def metrics(shipper):
+    """The shipper's /metrics page as {"name{labels}": value}."""
+    url = re.search(r"metrics on (http://\S+/metrics)", shipper.text()).group(1)
+    with urllib.request.urlopen(url, timeout=10) as page:
+        lines = page.read().decode().splitlines()
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in lines if line and not line.startswith("#")}
 
 
 def dead_letters(d):

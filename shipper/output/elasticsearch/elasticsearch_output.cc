@@ -25,6 +25,7 @@
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "shipper/event/field_format.h"
+#include "shipper/metrics/shipper_metrics.h"
 #include "shipper/output/backoff.h"
 #include "shipper/output/batch_json.h"
 #include "shipper/pem.h"
@@ -178,6 +179,10 @@ class ElasticsearchOutput final : public Output {
         metadata_pipeline_(*FieldFormat::Parse("%{[@metadata.pipeline]:}", "pipeline")),
         tls_(std::move(tls)),
         bases_(std::move(hosts)),
+        created_(Items("created")),
+        duplicate_(Items("duplicate")),
+        retried_(Items("retried")),
+        dead_lettered_(Items("dead_lettered")),
         hosts_(bases_.size()) {
     // No "Expect: 100-continue" for big bodies: it costs a round trip per request.
     std::vector<std::string> common = {"Expect:", "Accept: application/json"};
@@ -257,6 +262,10 @@ class ElasticsearchOutput final : public Output {
     bool lost = false;  // a request got no answer: the connection is dropped
   };
 
+  static metrics::Counter& Items(absl::string_view outcome) {
+    return metrics::ShipperMetrics::Get().OutputItems("elasticsearch", outcome);
+  }
+
   static Headers MakeHeaders(const std::vector<std::string>& lines) {
     curl_slist* list = nullptr;
     for (const std::string& line : lines) list = curl_slist_append(list, line.c_str());
@@ -311,6 +320,9 @@ class ElasticsearchOutput final : public Output {
     }
     const std::string& host = bases_[lease.host];
     const Answer answer = Perform(lease, absl::StrCat(host, kBulkPath), body, bulk_headers_.get());
+    metrics::ShipperMetrics::Get()
+        .OutputRequests("elasticsearch", answer.status ? absl::StrCat(answer.status) : "none")
+        .Add();
     absl::Status status;
     if (answer.status == 413 && items.size() > 1) {
       const size_t half = items.size() / 2;
@@ -322,6 +334,7 @@ class ElasticsearchOutput final : public Output {
           {items[0].event, absl::StrCat("elasticsearch ", host,
                                         ": 413: the event alone is larger than the cluster's "
                                         "http.max_content_length")});
+      dead_lettered_.Add();
       return absl::OkStatus();
     } else if (answer.status >= 200 && answer.status < 300) {
       status = ReadItems(host, lease.connection->answer, items, outcome);
@@ -337,8 +350,8 @@ class ElasticsearchOutput final : public Output {
   }
 
   // Applies Beats' per-item rules to a 2xx answer of `items`.
-  static absl::Status ReadItems(const std::string& host, const std::string& body,
-                                absl::Span<const Item> items, Outcome* outcome) {
+  absl::Status ReadItems(const std::string& host, const std::string& body,
+                         absl::Span<const Item> items, Outcome* outcome) {
     rapidjson::Document doc;
     doc.Parse(body.data(), body.size());
     const auto unreadable = [&](absl::string_view why) {
@@ -347,7 +360,10 @@ class ElasticsearchOutput final : public Output {
     };
     if (doc.HasParseError() || !doc.IsObject()) return unreadable("is not JSON");
     const auto errors = doc.FindMember("errors");
-    if (errors != doc.MemberEnd() && errors->value.IsFalse()) return absl::OkStatus();
+    if (errors != doc.MemberEnd() && errors->value.IsFalse()) {
+      created_.Add(items.size());
+      return absl::OkStatus();
+    }
     const auto answered = doc.FindMember("items");
     if (answered == doc.MemberEnd() || !answered->value.IsArray() ||
         answered->value.Size() != items.size()) {
@@ -364,7 +380,14 @@ class ElasticsearchOutput final : public Output {
     for (size_t k = 0; k < items.size(); ++k) {
       const rapidjson::Value& result = answered->value[k].MemberBegin()->value;
       const int code = result["status"].GetInt();
-      if ((code >= 200 && code < 300) || (code == 409 && items[k].create)) continue;
+      if (code >= 200 && code < 300) {
+        created_.Add();
+        continue;
+      }
+      if (code == 409 && items[k].create) {
+        duplicate_.Add();
+        continue;
+      }
       std::string reason = absl::StrCat("elasticsearch ", host, ": ", code);
       const auto error = result.FindMember("error");
       if (error != result.MemberEnd() && error->value.IsObject()) {
@@ -377,8 +400,10 @@ class ElasticsearchOutput final : public Output {
       }
       if (code == 429 || code >= 500) {
         outcome->Fail(items[k].event, reason);
+        retried_.Add();
       } else {
         outcome->rejected.push_back({items[k].event, std::move(reason)});
+        dead_lettered_.Add();
       }
     }
     return absl::OkStatus();
@@ -579,6 +604,11 @@ class ElasticsearchOutput final : public Output {
   const std::vector<std::string> bases_;  // the hosts' URLs
   Headers get_headers_;
   Headers bulk_headers_;
+  // shipper_output_items_total{output="elasticsearch"} by outcome.
+  metrics::Counter& created_;
+  metrics::Counter& duplicate_;
+  metrics::Counter& retried_;
+  metrics::Counter& dead_lettered_;
 
   std::atomic<bool> cancelled_{false};
 
