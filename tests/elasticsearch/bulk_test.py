@@ -36,9 +36,7 @@ class BulkTest(unittest.TestCase):
         publisher = Publisher(shipper)
         try:
             events = [event(publisher.msg, seq, fault_of(seq)) for seq in range(EVENTS)]
-            publisher.publish(events)
-            self.assertEqual(publisher.await_persisted(publisher.last_index, timeout=240),
-                             publisher.last_index, shipper.text())
+            publisher.deliver(events, timeout=240)
             page = metrics(shipper)
         finally:
             publisher.close()
@@ -111,9 +109,7 @@ class BulkTest(unittest.TestCase):
                     e.metadata.data["op_type"].string_value = "index"
                     e.metadata.data["pipeline"].string_value = "from-metadata"
                 events.append(e)
-            publisher.publish(events)
-            self.assertEqual(publisher.await_persisted(publisher.last_index),
-                             publisher.last_index, shipper.text())
+            publisher.deliver(events)
         finally:
             publisher.close()
             shipper.stop()

@@ -90,6 +90,19 @@ class Publisher:
                 time.sleep(0.01)
             i += reply.accepted_count
 
+    def deliver(self, events, timeout=120):
+        """Publishes `events` and waits until they are all persisted (await_all)."""
+        self.publish(events)
+        self.await_all(timeout)
+
+    def await_all(self, timeout=120):
+        """Waits until every event published is persisted; fails with the shipper's log when
+        they are not within `timeout`."""
+        persisted = self.await_persisted(self.last_index, timeout)
+        if persisted < self.last_index:
+            raise AssertionError(
+                f"persisted {persisted} of {self.last_index}:\n{self.shipper.text()}")
+
     def persisted(self, timeout=1.0):
         """The persisted index the shipper reports now."""
         stream = self.stub.PersistedIndex(self.msg.PersistedIndexRequest(), timeout=timeout)

@@ -26,9 +26,7 @@ class TlsAuthTest(unittest.TestCase):
         shipper = start_shipper(d, url, *args)
         publisher = Publisher(shipper)
         try:
-            publisher.publish([event(publisher.msg, seq) for seq in range(count)])
-            self.assertEqual(publisher.await_persisted(publisher.last_index, timeout=60),
-                             publisher.last_index, shipper.text())
+            publisher.deliver([event(publisher.msg, seq) for seq in range(count)], timeout=60)
         finally:
             publisher.close()
             self.assertEqual(shipper.stop(), 0, shipper.text())
@@ -100,8 +98,7 @@ class TlsAuthTest(unittest.TestCase):
                                   r"shipper.output.elasticsearch.username and "
                                   r"shipper.output.elasticsearch.password")
             fake.set(basic=("elastic", "wrong"))  # the cluster's password changed to ours
-            self.assertEqual(publisher.await_persisted(publisher.last_index),
-                             publisher.last_index, shipper.text())
+            publisher.await_all()
         finally:
             publisher.close()
             self.assertEqual(shipper.stop(), 0, shipper.text())
