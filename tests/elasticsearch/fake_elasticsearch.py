@@ -22,14 +22,15 @@ document whose `fault` field is "reject" is answered 400 mapper_parsing_exceptio
 "retry" 429 es_rejected_execution_exception the first time it is seen, "conflict" 409 the first
 time (and indexed, as if an earlier attempt had written it).
 
-As a script: fake_elasticsearch.py [--port N] [--only-count] prints "listening on PORT" and
-serves until killed; --only-count splits the NDJSON and answers every item created, storing
-nothing (for benchmarks).
+As a script: fake_elasticsearch.py [--port N] [--only-count] prints "listening on
+127.0.0.1:PORT" and serves until killed; --only-count splits the NDJSON and answers every item
+created, storing nothing (for benchmarks).
 """
 import argparse
 import base64
 import gzip
 import json
+import socket
 import ssl
 import sys
 import threading
@@ -53,7 +54,7 @@ class FakeElasticsearch:
         self.released = threading.Event()
         self.released.set()
         self.stats = {"bulk": 0, "items": 0, "statuses": {}, "item_statuses": {}, "stalled": 0,
-                      "unauthorized": 0, "gzip": 0, "pipelines": {}}
+                      "unauthorized": 0, "gzip": 0, "pipelines": {}, "bytes": 0}
         self.server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self.server.daemon_threads = True
         self.server.fake = self
@@ -182,6 +183,12 @@ def _error(kind, reason, status=None):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as Elasticsearch
 
+    def setup(self):
+        super().setup()
+        # The headers and the body go out in two writes: without this, Nagle holds the body
+        # until the client's delayed ACK (40 ms a request). Elasticsearch sets it too.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, *args):
         pass
 
@@ -230,6 +237,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with fake.lock:
             fake.stats["bulk"] += 1
+            fake.stats["bytes"] += len(body)  # as on the wire
             fault = fake.request_faults.pop(0) if fake.request_faults else None
             delay, max_bytes = fake.delay, fake.max_bytes
         if delay:
@@ -262,7 +270,7 @@ def main():
     parser.add_argument("--only-count", action="store_true")
     args = parser.parse_args()
     fake = FakeElasticsearch(only_count=args.only_count, port=args.port)
-    print(f"listening on {fake.port}", flush=True)
+    print(f"listening on 127.0.0.1:{fake.port}", flush=True)
     fake.thread.join()
 
 
