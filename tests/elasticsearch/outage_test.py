@@ -92,6 +92,24 @@ class OutageTest(unittest.TestCase):
         self.assertIn("cancelled at shutdown", shipper.text())
         self.assertEqual(fake.documents(), {})
 
+    def test_a_dead_host_is_skipped_for_the_live_one(self):
+        d = tmpdir()
+        good, dead = FakeElasticsearch(), FakeElasticsearch()
+        dead.stop()  # its port now refuses connections
+        shipper = start_shipper(d, f"{dead.url()},{good.url()}",
+                                "-E", "shipper.output.elasticsearch.bulk_max_size=50")
+        publisher = Publisher(shipper)
+        try:
+            publisher.deliver([event(publisher.msg, seq) for seq in range(1000)])
+        finally:
+            publisher.close()
+            self.assertEqual(shipper.stop(), 0, shipper.text())
+            good.stop()
+        self.assertEqual(sum(len(docs) for docs in good.documents().values()), 1000)
+        self.assertIn(f"elasticsearch {dead.url()}: GET /: ", shipper.text())
+        # 1,000 events in requests of 50: the dead host, backing off, got few of them.
+        self.assertLess(shipper.text().count(f"elasticsearch {dead.url()}:"), 20)
+
     def test_cluster_older_than_7_is_refused(self):
         d = tmpdir()
         fake = FakeElasticsearch(version="6.8.23")
