@@ -54,7 +54,9 @@ class FakeElasticsearch:
         self.released = threading.Event()
         self.released.set()
         self.stats = {"bulk": 0, "items": 0, "statuses": {}, "item_statuses": {}, "stalled": 0,
-                      "unauthorized": 0, "gzip": 0, "pipelines": {}, "bytes": 0}
+                      "unauthorized": 0, "gzip": 0, "pipelines": {}, "bytes": 0,
+                      "most_in_flight": 0}
+        self.in_flight = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self.server.daemon_threads = True
         self.server.fake = self
@@ -240,6 +242,16 @@ class _Handler(BaseHTTPRequestHandler):
             fake.stats["bytes"] += len(body)  # as on the wire
             fault = fake.request_faults.pop(0) if fake.request_faults else None
             delay, max_bytes = fake.delay, fake.max_bytes
+            fake.in_flight += 1
+            fake.stats["most_in_flight"] = max(fake.stats["most_in_flight"], fake.in_flight)
+        try:
+            self.bulk_request(body, fault, delay, max_bytes)
+        finally:
+            with fake.lock:
+                fake.in_flight -= 1
+
+    def bulk_request(self, body, fault, delay, max_bytes):
+        fake = self.server.fake
         if delay:
             threading.Event().wait(delay)
         if fault == "close":

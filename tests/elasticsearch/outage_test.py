@@ -72,6 +72,25 @@ class OutageTest(unittest.TestCase):
         self.assertNotIn("output failed", shipper.text())
         self.assertEqual(sum(len(d) for d in fake.documents().values()), 1000)
 
+    def test_worker_bounds_the_requests_in_flight(self):
+        """Two output workers write batches at once; `worker` requests reach the host at once."""
+        for worker in (1, 2):
+            with self.subTest(worker=worker):
+                d = tmpdir()
+                fake = FakeElasticsearch()
+                fake.set(delay=0.2)
+                shipper = start_shipper(d, fake.url(), "--cpus=2",
+                                        "-E", "shipper.output.bulk_max_size=100",
+                                        "-E", f"shipper.output.elasticsearch.worker={worker}")
+                publisher = Publisher(shipper)
+                try:
+                    publisher.deliver([event(publisher.msg, seq) for seq in range(2000)])
+                finally:
+                    publisher.close()
+                    self.assertEqual(shipper.stop(), 0, shipper.text())
+                    fake.stop()
+                self.assertEqual(fake.stat("most_in_flight"), worker)
+
     def test_shutdown_cancels_a_request_in_flight(self):
         """The drain deadline passes while a request waits on a silent cluster (whose timeout is
         far away): Cancel() aborts it and the shipper exits, the events not persisted."""
