@@ -5,7 +5,8 @@ For each event shape, shipper_load sends the same number of events to
   (a) null_server              -- decodes as Shipper does (the scan of the wire bytes,
                                   shipper/request_validation.h) and replies at once, persisted at
                                   once: the limit,
-  (b) Shipper, discard output  -- the whole pipeline, output counts and drops,
+  (b) Shipper, discard output  -- the whole pipeline, output counts and drops (discard-disk:
+                                  the same through the disk queue),
   (c) Shipper, file output     -- the whole pipeline, output writes files,
   (d) Shipper, elasticsearch   -- the whole pipeline into tests/elasticsearch/fake_elasticsearch.py
                                   --only-count (splits the NDJSON, answers every item created), at
@@ -144,8 +145,12 @@ class Bench:
         for kv in self.o.common_overrides:
             argv += ["-E", kv]
         outdir = None
-        if output == "discard":
+        if output in ("discard", "discard-disk"):
             argv += ["-E", "shipper.output.discard.enabled=true"]
+        if output == "discard-disk":  # the same, through the disk queue
+            argv += ["-E", "shipper.queue.disk.enabled=true",
+                     "-E", "shipper.queue.disk.path=" +
+                     os.path.join(self.workdir, name.replace("/", "_") + ".queue")]
         elif output == "file":
             outdir = os.path.join(self.workdir, name.replace("/", "_") + ".out")
             os.makedirs(outdir)
@@ -453,11 +458,13 @@ def main():
     ap.add_argument("--config", default=os.environ.get("SHIPPER_CONFIG", ""),
                     help="YAML config passed with -c (default: none, only -E overrides)")
     ap.add_argument("--targets",
-                    default="null,transport,protobuf,discard,file,elasticsearch,elasticsearch-gzip0",
+                    default="null,transport,protobuf,discard,discard-disk,file,elasticsearch,"
+                            "elasticsearch-gzip0",
                     help="null: null_server (Shipper's scan, the baseline); transport: "
                          "null_server --decode=envelope (no event decoding); protobuf: "
                          "null_server --decode=full (protobuf messages); discard, file, "
-                         "elasticsearch (gzip level 1), elasticsearch-gzip0: Shipper outputs")
+                         "elasticsearch (gzip level 1), elasticsearch-gzip0: Shipper outputs; "
+                         "discard-disk: discard through the disk queue")
     ap.add_argument("--shapes", default="filebeat,tiny,large")
     ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",
                     help="events per run, per shape")

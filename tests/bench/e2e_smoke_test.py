@@ -26,7 +26,7 @@ def main():
     lines = [json.loads(l) for l in p.stdout.decode().splitlines() if l.strip()]
     by_name = {l["name"]: l for l in lines}
     expected = ["e2e/%s/%s" % (t, s) for s in ("filebeat", "tiny", "large")
-                for t in ("null", "transport", "protobuf", "discard", "file")]
+                for t in ("null", "transport", "protobuf", "discard", "discard-disk", "file")]
     expected += ["e2e/latency_at_half_load/null", "e2e/latency_at_half_load",
                  "e2e/latency_at_half_load/direct", "idle_cpu"]
     failures = []

@@ -138,6 +138,33 @@ class Manifests(unittest.TestCase):
             self.assertEqual(out.returncode, 0, f"ConfigMap {name}: {out.stdout}{out.stderr}")
             self.assertIn("config OK", out.stdout)
 
+    def test_daemonset_args_pass_check_config_with_its_disk_queue(self):
+        (daemonset,) = [w for w in self.workloads if w["kind"] == "DaemonSet"]
+        (shipper,) = self.shipper_containers(daemonset)
+        args = shipper["args"]
+        self.assertIn("shipper.queue.disk.enabled=true", args)
+        mounts = {m["mountPath"] for m in shipper["volumeMounts"]}
+        (path,) = [a.split("=", 1)[1] for a in args if a.startswith("shipper.queue.disk.path=")]
+        self.assertTrue(any(path.startswith(m + "/") for m in mounts),
+                        f"the disk queue's {path} is on a volume the pod mounts")
+        (queue_volume,) = [v for v in daemonset["spec"]["template"]["spec"]["volumes"]
+                           if v["name"] == "shipper-queue"]
+        self.assertIn("hostPath", queue_volume, "the queue outlives the pod on the node")
+        with tempfile.TemporaryDirectory() as root:
+            for m in mounts:
+                os.makedirs(root + m, exist_ok=True)
+            rooted = [a.replace(path, root + path) if a.startswith("shipper.queue.disk.path=")
+                      else a for a in args if a != "-c" and not a.startswith("/etc/")]
+            cm = self.configmaps["shipper-sidecar"]["data"]["shipper.yml"]
+            for m in mounts:
+                cm = cm.replace(m, root + m)
+            with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+                f.write(cm)
+                f.flush()
+                out = subprocess.run([SHIPPER, "--check_config", "-c", f.name, *rooted],
+                                     capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+
     def test_image_default_config_passes_check_config(self):
         # The directories the image makes for the socket and the file output
         # (deploy/collect-runtime.sh).
