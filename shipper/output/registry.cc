@@ -4,6 +4,7 @@
 #include "shipper/output/discard/discard_output.h"
 #include "shipper/output/file/file_output.h"
 #include "shipper/output/forward/forward_output.h"
+#include "shipper/output/kafka/kafka_output.h"
 #include "shipper/output/redis/redis_output.h"
 
 namespace shipper {
@@ -14,6 +15,7 @@ const std::vector<OutputType>& Outputs() {
       ConsoleOutputType(),
       RedisOutputType(),
       ForwardOutputType(),
+      KafkaOutputType(),
       DiscardOutputType(),
   };
   return *outputs;
