@@ -12,9 +12,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "proto/producer.grpc.pb.h"
 #include "rapidjson/document.h"
 #include "shipper/event/event_json.h"
@@ -246,6 +248,16 @@ TEST(KafkaOutputTest, PersistedIndexHoldsWhileEveryBrokerIsDownThenCatchesUp) {
   auto messages = cluster->Consume(topic, kPartitions, absl::Seconds(120));
   ASSERT_TRUE(messages.ok()) << messages.status();
   const int duplicates = CheckNothingLost(Copies(*messages), kEvents);
+
+  const std::string& address = shipper->metrics_address();
+  httplib::Client http(address.substr(0, address.rfind(':')),
+                       std::stoi(address.substr(address.rfind(':') + 1)));
+  httplib::Result page = http.Get("/metrics");
+  ASSERT_TRUE(page) << "GET /metrics";
+  EXPECT_TRUE(absl::StrContains(page->body, "\nshipper_kafka_messages_waiting ")) << page->body;
+  for (absl::string_view line : absl::StrSplit(page->body, '\n')) {
+    if (absl::StartsWith(line, "shipper_kafka_")) std::cout << line << "\n";
+  }
   std::cout << "persisted index " << down << " while every broker was down; all " << kEvents
             << " events in the mock cluster afterwards, " << duplicates << " duplicates\n";
 }

@@ -21,6 +21,7 @@
 #include "glog/logging.h"
 #include "librdkafka/rdkafka.h"
 #include "shipper/event/field_format.h"
+#include "shipper/metrics/kafka_metrics.h"
 #include "shipper/output/batch_json.h"
 #include "shipper/preflight.h"
 
@@ -258,7 +259,10 @@ class KafkaOutput final : public Output {
     }
     conf.release();  // rd_kafka_new owns it now
     poller_ = std::thread([this] {
-      while (!stop_) rd_kafka_poll(rk_, 100);
+      while (!stop_) {
+        rd_kafka_poll(rk_, 100);
+        metrics_.waiting = rd_kafka_outq_len(rk_);
+      }
     });
     return absl::OkStatus();
   }
@@ -362,6 +366,7 @@ class KafkaOutput final : public Output {
         absl::SleepFor(absl::Milliseconds(1));
         continue;
       }
+      CountError(err);
       absl::MutexLock lock(&round->mu);
       --round->holders;
       if (Permanent(err)) {
@@ -373,7 +378,14 @@ class KafkaOutput final : public Output {
     }
   }
 
+  static void CountError(rd_kafka_resp_err_t err) {
+    metrics::KafkaMetrics::Get()
+        .delivery_errors.Get(metrics::FormatLabels({{"code", rd_kafka_err2name(err)}}))
+        .Add();
+  }
+
   static void OnDelivery(rd_kafka_t*, const rd_kafka_message_t* message, void*) {
+    if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) CountError(message->err);
     auto* slot = static_cast<Round::Slot*>(message->_private);
     Round* round = slot->round;
     bool last;
@@ -412,6 +424,7 @@ class KafkaOutput final : public Output {
   std::atomic<bool> stop_{false};
   std::atomic<bool> cancelled_{false};
   std::atomic<uint64_t> next_partition_{0};  // of round_robin
+  metrics::KafkaMetrics& metrics_ = metrics::KafkaMetrics::Get();
 };
 
 }  // namespace
