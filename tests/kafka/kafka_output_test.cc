@@ -2,6 +2,8 @@
 // (rdkafka_mock.h: Kafka-protocol brokers on loopback, in this test's process, with failure
 // injection), read back by a librdkafka consumer. The mock cluster is not a real Kafka: it keeps
 // messages in memory and moves no leaders by itself.
+#include <signal.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -82,6 +84,41 @@ int CheckNothingLost(const std::map<int64_t, int>& copies, uint64_t events) {
   return duplicates;
 }
 
+// Publishes events [0, count) from one thread while another follows the persisted index (one
+// publisher, one process: the events get indexes 1..count).
+class Stream {
+ public:
+  Stream(const ShipperProcess& shipper, uint64_t count) : publisher_(shipper.address()) {
+    publish_ = std::thread([this, count] {
+      EXPECT_EQ(publisher_.Publish(0, count, 200, absl::Now() + absl::Seconds(180)), count);
+    });
+    watch_ = std::thread([this, count, address = shipper.address()] {
+      ProducerClient watcher(address);
+      watcher.AwaitPersisted(count, absl::Now() + absl::Seconds(240), &persisted_);
+    });
+  }
+  ~Stream() { Join(); }
+
+  uint64_t persisted() const { return persisted_; }
+  // Waits until the persisted index reaches `index`, for a minute at most.
+  void AwaitPersisted(uint64_t index) const {
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    while (persisted_ < index && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  }
+  // Waits until every event is accepted and the watcher is done.
+  void Join() {
+    if (publish_.joinable()) publish_.join();
+    if (watch_.joinable()) watch_.join();
+  }
+  const ProducerClient& publisher() const { return publisher_; }
+
+ private:
+  ProducerClient publisher_;
+  std::atomic<uint64_t> persisted_{0};
+  std::thread publish_;
+  std::thread watch_;
+};
+
 TEST(KafkaOutputTest, HundredThousandEventsArriveAsTheFileOutputWritesThem) {
   constexpr uint64_t kEvents = 100000;
   const std::string topic = "logs-nginx.access";
@@ -133,38 +170,25 @@ TEST(KafkaOutputTest, InjectedErrorsAndABrokerDownLoseNothingAndTooLargeIsADeadL
   auto shipper = ShipperProcess::Start(args);
   ASSERT_TRUE(shipper.ok()) << shipper.status();
 
-  std::atomic<uint64_t> persisted{0};
-  ProducerClient publisher(shipper->address());
-  std::thread publish([&] {
-    EXPECT_EQ(publisher.Publish(0, kEvents, 200, absl::Now() + absl::Seconds(180)), kEvents);
-  });
-  std::thread watch([&] {
-    ProducerClient watcher(shipper->address());
-    watcher.AwaitPersisted(kEvents, absl::Now() + absl::Seconds(240), &persisted);
-  });
-  const absl::Time start = absl::Now();
-  while (persisted < kEvents / 5 && absl::Now() < start + absl::Seconds(60)) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  Stream stream(*shipper, kEvents);
+  stream.AwaitPersisted(kEvents / 5);
   rd_kafka_mock_push_request_errors(
       cluster->get(), /*Produce=*/0, 6, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
       RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
       RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
       RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
-  while (persisted < kEvents / 3 && absl::Now() < start + absl::Seconds(90)) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  stream.AwaitPersisted(kEvents / 3);
   rd_kafka_mock_broker_set_down(cluster->get(), 2);
   absl::SleepFor(absl::Seconds(1));
   // Partition 0's leader moves to broker 3 while broker 2 is down.
   rd_kafka_mock_partition_set_leader(cluster->get(), topic.c_str(), 0, 3);
   absl::SleepFor(absl::Seconds(1));
   rd_kafka_mock_broker_set_up(cluster->get(), 2);
-  publish.join();
-  watch.join();
+  stream.Join();
   ProducerClient checker(shipper->address());
-  ASSERT_EQ(checker.AwaitPersisted(publisher.last_index(), absl::Now() + absl::Seconds(60)),
-            publisher.last_index())
+  ASSERT_EQ(
+      checker.AwaitPersisted(stream.publisher().last_index(), absl::Now() + absl::Seconds(60)),
+      stream.publisher().last_index())
       << shipper->Log();
 
   // One event larger than max_message_bytes.
@@ -173,7 +197,7 @@ TEST(KafkaOutputTest, InjectedErrorsAndABrokerDownLoseNothingAndTooLargeIsADeadL
     auto stub = elastic::agent::shipper::v1::Producer::NewStub(
         grpc::CreateChannel(shipper->address(), grpc::InsecureChannelCredentials()));
     pb::PublishRequest request;
-    request.set_uuid(publisher.uuid());
+    request.set_uuid(stream.publisher().uuid());
     pb::Event* event = request.add_events();
     *event = TestEvent(kEvents);
     (*event->mutable_fields()->mutable_data())["padding"].set_string_value(std::string(8192, 'x'));
@@ -216,33 +240,22 @@ TEST(KafkaOutputTest, PersistedIndexHoldsWhileEveryBrokerIsDownThenCatchesUp) {
   auto shipper = ShipperProcess::Start(ShipperArgs(*cluster, topic));
   ASSERT_TRUE(shipper.ok()) << shipper.status();
 
-  std::atomic<uint64_t> persisted{0};
-  ProducerClient publisher(shipper->address());
-  std::thread publish([&] {
-    EXPECT_EQ(publisher.Publish(0, kEvents, 200, absl::Now() + absl::Seconds(180)), kEvents);
-  });
-  std::thread watch([&] {
-    ProducerClient watcher(shipper->address());
-    watcher.AwaitPersisted(kEvents, absl::Now() + absl::Seconds(240), &persisted);
-  });
-  const absl::Time start = absl::Now();
-  while (persisted < kEvents / 4 && absl::Now() < start + absl::Seconds(60)) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  Stream stream(*shipper, kEvents);
+  stream.AwaitPersisted(kEvents / 4);
   for (int broker = 1; broker <= 3; ++broker) rd_kafka_mock_broker_set_down(cluster->get(), broker);
   // What the brokers acknowledged before they went down may still reach the index.
   absl::SleepFor(absl::Seconds(2));
-  const uint64_t down = persisted;
+  const uint64_t down = stream.persisted();
   absl::SleepFor(absl::Seconds(4));
-  const uint64_t still_down = persisted;
+  const uint64_t still_down = stream.persisted();
   EXPECT_EQ(still_down, down) << "the persisted index moved while no broker answered";
   EXPECT_LT(still_down, kEvents);
   for (int broker = 1; broker <= 3; ++broker) rd_kafka_mock_broker_set_up(cluster->get(), broker);
-  publish.join();
-  watch.join();
+  stream.Join();
   ProducerClient checker(shipper->address());
-  ASSERT_EQ(checker.AwaitPersisted(publisher.last_index(), absl::Now() + absl::Seconds(60)),
-            publisher.last_index())
+  ASSERT_EQ(
+      checker.AwaitPersisted(stream.publisher().last_index(), absl::Now() + absl::Seconds(60)),
+      stream.publisher().last_index())
       << shipper->Log();
 
   auto messages = cluster->Consume(topic, kPartitions, absl::Seconds(120));
@@ -260,6 +273,33 @@ TEST(KafkaOutputTest, PersistedIndexHoldsWhileEveryBrokerIsDownThenCatchesUp) {
   }
   std::cout << "persisted index " << down << " while every broker was down; all " << kEvents
             << " events in the mock cluster afterwards, " << duplicates << " duplicates\n";
+}
+
+TEST(KafkaOutputTest, ShutdownWithEveryBrokerDownPurgesAndReportsNothingPersisted) {
+  constexpr uint64_t kEvents = 500;
+  const std::string topic = "events";
+  auto cluster = StartCluster(topic);
+  ASSERT_NE(cluster, nullptr);
+  for (int broker = 1; broker <= 3; ++broker) rd_kafka_mock_broker_set_down(cluster->get(), broker);
+  std::vector<std::string> args = ShipperArgs(*cluster, topic);
+  // librdkafka would keep trying for 10 minutes: only Cancel() can end the Write() in time.
+  args.insert(args.end(),
+              {"-E", "shipper.output.kafka.timeout=10m", "-E", "shipper.shutdown_timeout=1s"});
+  auto shipper = ShipperProcess::Start(args);
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  ProducerClient client(shipper->address());
+  ASSERT_EQ(client.Publish(0, kEvents, 100, absl::Now() + absl::Seconds(30)), kEvents);
+  EXPECT_EQ(client.AwaitPersisted(1, absl::Now() + absl::Seconds(2)), 0u)
+      << "nothing is persisted while no broker answers";
+
+  shipper->Signal(SIGTERM);
+  absl::StatusOr<int> code = shipper->Wait(absl::Seconds(60));
+  ASSERT_TRUE(code.ok()) << "the drain deadline passed and Write() still waits\n" << shipper->Log();
+  EXPECT_TRUE(absl::StrContains(shipper->Log(), "cancelled at shutdown")) << shipper->Log();
+  for (int broker = 1; broker <= 3; ++broker) rd_kafka_mock_broker_set_up(cluster->get(), broker);
+  auto messages = cluster->Consume(topic, kPartitions, absl::Seconds(30));
+  ASSERT_TRUE(messages.ok()) << messages.status();
+  EXPECT_EQ(messages->size(), 0u) << "what was purged never reached the brokers";
 }
 
 TEST(KafkaOutputTest, EqualKeysLandInOnePartitionWithHash) {
