@@ -77,6 +77,23 @@ TEST(KafkaConfigTest, EveryProblemAtOnce) {
   }
 }
 
+TEST(KafkaConfigTest, TlsFilesMustBeReadablePem) {
+  auto [code, out] =
+      Check({"shipper.output.kafka.ssl.enabled=true",
+             "shipper.output.kafka.ssl.certificate_authorities=/nonexistent/ca.pem",
+             "shipper.output.kafka.sasl.mechanism=SCRAM-SHA-512",
+             "shipper.output.kafka.sasl.username=u", "shipper.output.kafka.sasl.password=p"});
+  EXPECT_NE(code, 0);
+  EXPECT_TRUE(absl::StrContains(out, "shipper.output.kafka.ssl.certificate_authorities")) << out;
+  EXPECT_FALSE(absl::StrContains(out, "sasl")) << "SASL over TLS is valid:\n" << out;
+}
+
+TEST(KafkaConfigTest, UnknownSaslMechanismIsRefused) {
+  auto [code, out] = Check({"shipper.output.kafka.sasl.mechanism=GSSAPI"});
+  EXPECT_NE(code, 0);
+  EXPECT_TRUE(absl::StrContains(out, "shipper.output.kafka.sasl.mechanism")) << out;
+}
+
 TEST(KafkaConfigTest, TopicIsRequired) {
   auto [code, out] = RunShipper({"--check_config", "-E", "shipper.output.kafka.enabled=true"});
   EXPECT_NE(code, 0);

@@ -35,9 +35,11 @@ namespace shipper {
 
 // How messages are spread over a topic's partitions.
 enum class KafkaPartitioner {
-  kHash,        // by key (FNV-1a, as Beats places them); random when there is no key
-  kRandom,      // ignoring the key
-  kRoundRobin,  // one available partition after the other, ignoring the key
+  kHash,    // by key (FNV-1a, as Beats places them); random when there is no key
+  kRandom,  // ignoring the key
+  // One available partition after the other, ignoring the key. librdkafka 2.0.2 never calls a
+  // partitioner for messages without a key: those stick to a random partition per batch.
+  kRoundRobin,
 };
 
 enum class KafkaCompression { kNone, kGzip, kSnappy, kLz4, kZstd };
