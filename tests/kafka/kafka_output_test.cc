@@ -84,6 +84,26 @@ int CheckNothingLost(const std::map<int64_t, int>& copies, uint64_t events) {
   return duplicates;
 }
 
+// Ships events [0, count) through a shipper (the usual arguments plus `extra`, each a -E) into
+// a new mock cluster's topic "events", waits until they are all persisted, and reads the topic.
+void ShipAll(const std::vector<std::string>& extra, uint64_t count,
+             std::vector<KafkaMessage>* messages) {
+  auto cluster = StartCluster("events");
+  ASSERT_NE(cluster, nullptr);
+  std::vector<std::string> args = ShipperArgs(*cluster, "events");
+  for (const std::string& e : extra) args.insert(args.end(), {"-E", e});
+  auto shipper = ShipperProcess::Start(args);
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  ProducerClient client(shipper->address());
+  ASSERT_EQ(client.Publish(0, count, 100, absl::Now() + absl::Seconds(60)), count);
+  ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(60)),
+            client.last_index())
+      << shipper->Log();
+  auto read = cluster->Consume("events", kPartitions, absl::Seconds(60));
+  ASSERT_TRUE(read.ok()) << read.status();
+  *messages = *std::move(read);
+}
+
 // Publishes events [0, count) from one thread while another follows the persisted index (one
 // publisher, one process: the events get indexes 1..count).
 class Stream {
@@ -302,64 +322,42 @@ TEST(KafkaOutputTest, ShutdownWithEveryBrokerDownPurgesAndReportsNothingPersiste
   EXPECT_EQ(messages->size(), 0u) << "what was purged never reached the brokers";
 }
 
-TEST(KafkaOutputTest, EqualKeysLandInOnePartitionWithHash) {
+TEST(KafkaOutputTest, EqualKeysLandInOnePartitionWithHashAndHeadersAreSet) {
   constexpr uint64_t kEvents = 2000;
-  const std::string topic = "events";
-  auto cluster = StartCluster(topic);
-  ASSERT_NE(cluster, nullptr);
-  std::vector<std::string> args = ShipperArgs(*cluster, topic);
-  args.insert(args.end(), {"-E", "shipper.output.kafka.key=\"%{[host.name]}\"", "-E",
-                           "shipper.output.kafka.partition=hash"});
-  auto shipper = ShipperProcess::Start(args);
-  ASSERT_TRUE(shipper.ok()) << shipper.status();
-  ProducerClient client(shipper->address());
-  ASSERT_EQ(client.Publish(0, kEvents, 100, absl::Now() + absl::Seconds(60)), kEvents);
-  ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(60)),
-            client.last_index())
-      << shipper->Log();
-
-  auto messages = cluster->Consume(topic, kPartitions, absl::Seconds(60));
-  ASSERT_TRUE(messages.ok()) << messages.status();
+  std::vector<KafkaMessage> messages;
+  ASSERT_NO_FATAL_FAILURE(
+      ShipAll({"shipper.output.kafka.key=\"%{[host.name]}\"", "shipper.output.kafka.partition=hash",
+               "shipper.output.kafka.headers=env:prod,team:logs"},
+              kEvents, &messages));
   std::map<std::string, std::set<int32_t>> partitions;  // by key
   std::set<int32_t> used;
-  for (const KafkaMessage& m : *messages) {
+  for (const KafkaMessage& m : messages) {
     rapidjson::Document doc;
     doc.Parse(m.value.c_str());
     ASSERT_EQ(m.key, doc["host"]["name"].GetString());
+    ASSERT_EQ(m.headers, (std::vector<std::string>{"env:prod", "team:logs"}));
     partitions[m.key].insert(m.partition);
     used.insert(m.partition);
   }
   EXPECT_GT(partitions.size(), 1u) << "the events have several host names";
   for (const auto& [key, in] : partitions) EXPECT_EQ(in.size(), 1u) << "key " << key;
   EXPECT_GT(used.size(), 1u) << "different keys spread over partitions";
-  EXPECT_EQ(CheckNothingLost(Copies(*messages), kEvents), 0);
+  EXPECT_EQ(CheckNothingLost(Copies(messages), kEvents), 0);
 }
 
 // With a key: librdkafka 2.0.2 calls no partitioner for keyless messages (sticky partitioning).
 TEST(KafkaOutputTest, RoundRobinIgnoresTheKeyAndUsesEveryPartitionInTurn) {
   constexpr uint64_t kEvents = 600;
-  const std::string topic = "events";
-  auto cluster = StartCluster(topic);
-  ASSERT_NE(cluster, nullptr);
-  std::vector<std::string> args = ShipperArgs(*cluster, topic);
-  args.insert(args.end(), {"-E", "shipper.output.kafka.partition=round_robin", "-E",
-                           "shipper.output.kafka.key=same"});
-  auto shipper = ShipperProcess::Start(args);
-  ASSERT_TRUE(shipper.ok()) << shipper.status();
-  ProducerClient client(shipper->address());
-  ASSERT_EQ(client.Publish(0, kEvents, 100, absl::Now() + absl::Seconds(60)), kEvents);
-  ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(60)),
-            client.last_index())
-      << shipper->Log();
-
-  auto messages = cluster->Consume(topic, kPartitions, absl::Seconds(60));
-  ASSERT_TRUE(messages.ok()) << messages.status();
+  std::vector<KafkaMessage> messages;
+  ASSERT_NO_FATAL_FAILURE(
+      ShipAll({"shipper.output.kafka.partition=round_robin", "shipper.output.kafka.key=same"},
+              kEvents, &messages));
   std::map<int32_t, int> per_partition;
-  for (const KafkaMessage& m : *messages) ++per_partition[m.partition];
+  for (const KafkaMessage& m : messages) ++per_partition[m.partition];
   // One key, yet every partition: the key is ignored. (Not exact shares: a partition whose
   // leader is not known yet is skipped.)
   EXPECT_EQ(per_partition.size(), static_cast<size_t>(kPartitions)) << "every partition used";
-  EXPECT_EQ(CheckNothingLost(Copies(*messages), kEvents), 0);
+  EXPECT_EQ(CheckNothingLost(Copies(messages), kEvents), 0);
 }
 
 }  // namespace

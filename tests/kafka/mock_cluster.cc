@@ -102,6 +102,18 @@ absl::StatusOr<std::vector<KafkaMessage>> MockCluster::Consume(const std::string
       messages.push_back({m->partition,
                           m->key ? std::string(static_cast<const char*>(m->key), m->key_len) : "",
                           std::string(static_cast<const char*>(m->payload), m->len)});
+      rd_kafka_headers_t* headers = nullptr;
+      if (rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const char* name;
+        const void* value;
+        size_t size;
+        for (size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) ==
+                           RD_KAFKA_RESP_ERR_NO_ERROR;
+             ++i) {
+          messages.back().headers.push_back(
+              absl::StrCat(name, ":", absl::string_view(static_cast<const char*>(value), size)));
+        }
+      }
       if (m->offset + 1 == high[m->partition]) --remaining;
     } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       const std::string error = rd_kafka_message_errstr(m);

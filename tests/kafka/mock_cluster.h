@@ -24,6 +24,7 @@ struct KafkaMessage {
   int32_t partition;
   std::string key;
   std::string value;
+  std::vector<std::string> headers;  // name:value
 };
 
 class MockCluster {
