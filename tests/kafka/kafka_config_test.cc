@@ -26,6 +26,16 @@ TEST(KafkaConfigTest, ValidSettingsPass) {
   EXPECT_EQ(code, 0) << out;
 }
 
+// librdkafka takes the properties SASL over TLS sets (security.protocol=sasl_ssl and the rest).
+TEST(KafkaConfigTest, SaslOverTlsPasses) {
+  auto [code, out] = Check({"shipper.output.kafka.ssl.enabled=true",
+                            "shipper.output.kafka.ssl.verification_mode=certificate",
+                            "shipper.output.kafka.sasl.mechanism=SCRAM-SHA-256",
+                            "shipper.output.kafka.sasl.username=shipper",
+                            "shipper.output.kafka.sasl.password=s3cret"});
+  EXPECT_EQ(code, 0) << out;
+}
+
 TEST(KafkaConfigTest, RequiredAcksZeroIsRefusedWithAReason) {
   auto [code, out] = Check({"shipper.output.kafka.required_acks=0"});
   EXPECT_NE(code, 0);
