@@ -27,7 +27,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <utility>
 #include <vector>
 
@@ -35,7 +34,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "queue/common.h"
 #include "queue/mutex.h"
+#include "queue/producer_state.h"
 #include "queue/wait.h"
 
 namespace shipper::queue {
@@ -64,50 +65,7 @@ absl::string_view WaitStrategyName(WaitStrategy strategy) {
 
 namespace {
 
-// What a producer's slots point to. It outlives the Producer handle until the last of its events
-// is acknowledged, so the acking thread never follows a dangling pointer. It counts events rather
-// than references: publishing then costs a plain add under publish_mu_, not an atomic RMW.
-class ProducerState {
- public:
-  explicit ProducerState(AckCallback on_ack) : on_ack_(std::move(on_ack)) {}
-
-  // Reports `count` more persisted events (unless `report` is false: the queue is going away).
-  // Deletes the state when its handle is gone and this was its last event.
-  void Ack(uint64_t count, bool report = true) {
-    bool last;
-    {
-      internal::MutexLock lock(&ack_mu_);
-      if (report && on_ack_) on_ack_(count);
-      acked_ += count;
-      last = handle_gone_ && acked_ == published_total_;
-    }
-    if (last) delete this;
-  }
-
-  // The handle is gone after `published` accepted events: the callback is never called again,
-  // and the state is deleted after the last of them is acknowledged.
-  void HandleGone(uint64_t published) {
-    bool last;
-    {
-      internal::MutexLock lock(&ack_mu_);
-      on_ack_ = nullptr;
-      handle_gone_ = true;
-      published_total_ = published;
-      last = acked_ == published_total_;
-    }
-    if (last) delete this;
-  }
-
-  std::atomic<bool> cancelled{false};  // written under the queue's publish_mu_
-  uint64_t published = 0;              // guarded by the queue's publish_mu_
-
- private:
-  internal::Mutex ack_mu_;
-  AckCallback on_ack_ ABSL_GUARDED_BY(ack_mu_);
-  uint64_t acked_ ABSL_GUARDED_BY(ack_mu_) = 0;
-  bool handle_gone_ ABSL_GUARDED_BY(ack_mu_) = false;
-  uint64_t published_total_ ABSL_GUARDED_BY(ack_mu_) = 0;
-};
+using internal::ProducerState;
 
 // An entry: the event and who published it, in one 32-byte slot.
 struct Slot {
@@ -135,8 +93,9 @@ class QueueImpl final : public Queue {
   PublishResult Publish(ProducerState* producer, absl::Span<Event> events, absl::Time deadline);
   // Returns how many events the producer published.
   uint64_t Cancel(ProducerState* producer);
-  // Marks the events with indexes [first_index, first_index + size) done.
-  void Done(uint64_t first_index, size_t size);
+
+ protected:
+  void Done(uint64_t first_index, size_t size) override;
 
  private:
   Slot& slot(uint64_t index) const { return slots_[index & mask_]; }
@@ -162,8 +121,7 @@ class QueueImpl final : public Queue {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
   // Buffered only: when the unread events must be handed out even if too few.
   absl::Time FlushTime() const {
-    return absl::FromUnixNanos(first_unread_ns_.load(std::memory_order_relaxed)) +
-           options_.flush_timeout;
+    return flush_.FlushTime(first_unread_ns_.load(std::memory_order_relaxed));
   }
   // Calls ACK callbacks and frees the slots of done events until none are left.
   // REQUIRES: no thread is acking (acking_ is false).
@@ -177,6 +135,7 @@ class QueueImpl final : public Queue {
   const Options options_;
   const internal::WaitOptions wait_options_;
   const bool buffered_;
+  const internal::FlushPolicy flush_;
   const uint64_t mask_;
   const std::unique_ptr<Slot[]> slots_;
 
@@ -196,31 +155,11 @@ class QueueImpl final : public Queue {
   std::atomic<uint64_t> persisted_{0};
   std::atomic<uint64_t> freed_{0};
   std::atomic<uint64_t> bytes_out_{0};  // bytes of all events freed
-  // Done batches beyond persisted_ + 1, as [first, last], lowest first.
-  using Range = std::pair<uint64_t, uint64_t>;
-  std::priority_queue<Range, std::vector<Range>, std::greater<Range>> done_early_
-      ABSL_GUARDED_BY(get_mu_);
+  // Done batches beyond persisted_ + 1.
+  internal::DoneRanges done_early_ ABSL_GUARDED_BY(get_mu_);
   bool acking_ ABSL_GUARDED_BY(get_mu_) = false;
   internal::WaitChannel producers_{&get_mu_, &freed_};     // Publish: room, cancel, close
   internal::WaitChannel progress_{&get_mu_, &persisted_};  // WaitPersisted, Drain
-};
-
-class ProducerImpl final : public Producer {
- public:
-  ProducerImpl(QueueImpl* queue, ProducerState* state) : queue_(queue), state_(state) {}
-  ~ProducerImpl() override { state_->HandleGone(queue_->Cancel(state_)); }
-
-  PublishResult TryPublish(absl::Span<Event> events) override {
-    return queue_->Publish(state_, events, absl::InfinitePast());
-  }
-  PublishResult Publish(absl::Span<Event> events, absl::Time deadline) override {
-    return queue_->Publish(state_, events, deadline);
-  }
-  void Cancel() override { queue_->Cancel(state_); }
-
- private:
-  QueueImpl* const queue_;
-  ProducerState* const state_;
 };
 
 uint64_t RingSize(size_t max_events) {
@@ -233,6 +172,7 @@ QueueImpl::QueueImpl(const Options& options)
     : options_(options),
       wait_options_{options.wait_strategy, options.sleep_min, options.sleep_max},
       buffered_(options.flush_min_events > 1),
+      flush_{buffered_, options.flush_min_events, options.flush_timeout},
       mask_(RingSize(options.max_events) - 1),
       slots_(new Slot[mask_ + 1]) {}
 
@@ -241,7 +181,7 @@ QueueImpl::~QueueImpl() {
 }
 
 std::unique_ptr<Producer> QueueImpl::NewProducer(AckCallback on_ack) {
-  return std::make_unique<ProducerImpl>(this, new ProducerState(std::move(on_ack)));
+  return std::make_unique<internal::ProducerHandle<QueueImpl>>(this, std::move(on_ack));
 }
 
 size_t QueueImpl::Accept(ProducerState* producer, absl::Span<Event> events, uint64_t freed,
@@ -350,10 +290,9 @@ uint64_t QueueImpl::Cancel(ProducerState* producer) {
 }
 
 bool QueueImpl::ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const {
-  if (unread == 0) return false;
-  if (!buffered_ || closed || blocked_producers_.load(std::memory_order_relaxed) > 0) return true;
-  if (unread >= std::min(options_.flush_min_events, max_events)) return true;
-  return absl::Now() >= FlushTime();
+  return flush_.Ready(unread, max_events, closed,
+                      blocked_producers_.load(std::memory_order_relaxed) > 0,
+                      first_unread_ns_.load(std::memory_order_relaxed));
 }
 
 Batch QueueImpl::Get(size_t max_events, absl::Time deadline) {
@@ -393,16 +332,9 @@ void QueueImpl::Done(uint64_t first_index, size_t size) {
   const uint64_t last = first_index + size - 1;
   internal::Wakeups wake;
   internal::MutexLock lock(&get_mu_);
-  uint64_t persisted = persisted_.load(std::memory_order_relaxed);
-  if (first_index != persisted + 1) {
-    done_early_.push({first_index, last});
-    return;
-  }
-  persisted = last;
-  while (!done_early_.empty() && done_early_.top().first == persisted + 1) {
-    persisted = done_early_.top().second;
-    done_early_.pop();
-  }
+  const uint64_t before = persisted_.load(std::memory_order_relaxed);
+  const uint64_t persisted = done_early_.Add(first_index, last, before);
+  if (persisted == before) return;  // done out of order
   persisted_.store(persisted, std::memory_order_release);
   progress_.NotifyAll(&wake);
   if (!acking_) AckPersisted(&wake);
@@ -525,8 +457,6 @@ std::string QueueImpl::DebugString() const {
                       " sleeping_producers=", producers_.sleepers());
 }
 
-QueueImpl* Impl(Queue* queue) { return static_cast<QueueImpl*>(queue); }
-
 }  // namespace
 
 absl::Status Queue::Validate(const Options& options) {
@@ -592,7 +522,7 @@ Batch::~Batch() { ABSL_RAW_CHECK(empty(), "a Batch was destroyed before Done()")
 
 void Batch::Done() {
   if (size_ == 0) return;
-  Impl(queue_)->Done(first_index_, std::exchange(size_, 0));
+  queue_->Done(first_index_, std::exchange(size_, 0));
 }
 
 }  // namespace shipper::queue

@@ -69,9 +69,10 @@ struct PublishResult {
 };
 
 // Called with how many more of this producer's events are persisted, in publish order, exactly
-// once per event (counts may be summed over several batches). Runs inside a consumer's
-// Batch::Done(): the consumer whose Done() advanced the persisted index, or one already acking
-// that takes the newer range over. Never concurrently with itself, never after the Producer is
+// once per event (counts may be summed over several batches). The memory queue runs it inside a
+// consumer's Batch::Done(): the consumer whose Done() advanced the persisted index, or one
+// already acking that takes the newer range over; the disk queue on its writer thread, after the
+// sync that made the events durable. Never concurrently with itself, never after the Producer is
 // destroyed; it must be quick and must not call back into the queue.
 using AckCallback = std::function<void(uint64_t count)>;
 
@@ -171,6 +172,11 @@ class Queue {
   virtual std::string DebugString() const = 0;
 
  protected:
+  friend class Batch;
+  // Marks the events with indexes [first_index, first_index + size) done: Batch::Done() of a
+  // batch this queue handed out. Virtual, once per batch: outputs take hundreds of events each.
+  virtual void Done(uint64_t first_index, size_t size) = 0;
+
   // Lets implementations hand out batches: Batch's fields are private.
   // `slots` is the ring: mask + 1 slots of Batch::kSlotBytes, each starting with its Event.
   static Batch MakeBatch(Queue* queue, const void* slots, uint64_t mask, uint64_t first_index,

@@ -97,10 +97,11 @@ class WaitChannel {
   std::atomic<int> sleepers_{0};
 };
 
+// Options' wait_strategy, sleep_min and sleep_max (queue.h, where their defaults are).
 struct WaitOptions {
-  WaitStrategy strategy = WaitStrategy::kBlocking;
-  absl::Duration sleep_min = absl::Microseconds(50);
-  absl::Duration sleep_max = absl::Milliseconds(10);
+  WaitStrategy strategy;
+  absl::Duration sleep_min;
+  absl::Duration sleep_max;
 };
 
 class Waiter {

@@ -26,9 +26,6 @@
 
 namespace shipper::runtime {
 
-// Config default for shipper.cpu.retune_interval.
-inline constexpr absl::Duration kDefaultRetuneInterval = absl::Seconds(10);
-
 class CpuMonitor {
  public:
   using Listener = std::function<void(int old_cpus, int new_cpus)>;

@@ -29,8 +29,8 @@ namespace shipper::runtime {
 // enqueue, encode, write), and gRPC keeps a few threads of its own that we do not size (see
 // executor_sizing.h). With ceil, a 1.5-CPU quota gets 2 busy workers plus gRPC's threads that
 // together ask for more than 1.5 CPUs of every period, so CFS throttles the whole process for the
-// rest of the period and every in-flight request waits: that is the tail latency this work
-// removes. With floor, our busy threads stay below the quota and the fraction left over absorbs
+// rest of the period and every in-flight request waits: that tail latency is what floor
+// avoids. With floor, our busy threads stay below the quota and the fraction left over absorbs
 // gRPC's own threads, the monitor and logging. The cost is at most one CPU's worth of unused
 // quota when the quota is fractional, and the minimum of 1 keeps a 0.5-CPU sidecar working
 // (it is throttled half the time whatever we do). automaxprocs makes the same choice (floor,
@@ -55,7 +55,7 @@ struct CpuQuota {
   // The cgroup directory whose quota binds (absolute, under cgroup_root); empty without quota.
   std::string cgroup_dir;
   int cpuset_cpus = 0;  // CPUs in the affinity mask (sched_getaffinity)
-  int host_cpus = 0;    // online CPUs: what pools were sized from before this work
+  int host_cpus = 0;    // online CPUs: what pools would be sized from without a quota
   int effective_cpus = 1;
   // Why a limit could not be read (missing/unreadable files, garbage, zero period, path outside
   // the mount), or notes on the override. Empty when everything read cleanly.

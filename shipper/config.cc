@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <optional>
 #include <utility>
 
@@ -29,6 +30,11 @@ namespace {
 struct Draft {
   Config config;
   std::map<std::string, std::unique_ptr<OutputSettings>> outputs;  // by name, all of them
+  std::set<std::string> given;  // the keys the file and -E set
+  // Keys of the archived Go shipper that mean nothing here (ArchivedKeys).
+  std::string type;  // the output type Elastic Agent configured
+  bool monitoring = false;
+  bool expvar = false;
 
   Draft() {
     for (const OutputType& type : Outputs()) outputs[type.name] = type.defaults();
@@ -88,9 +94,11 @@ std::vector<Key<Config>> ServerKeys() {
                 [](Config& c) -> std::string& { return c.ssl.certificate; }),
       K::String("shipper.server.ssl.key", "PEM private key of ssl.certificate",
                 [](Config& c) -> std::string& { return c.ssl.key; }),
-      K::String("shipper.server.ssl.certificate_authorities",
-                "PEM bundle of the CAs that client certificates must chain to",
-                [](Config& c) -> std::string& { return c.ssl.certificate_authorities; }),
+      K::StringList("shipper.server.ssl.certificate_authorities",
+                    "PEM files (a list, or one) of the CAs that client certificates must chain to",
+                    [](Config& c) -> std::vector<std::string>& {
+                      return c.ssl.certificate_authorities;
+                    }),
       K::Choice<ClientAuthentication>(
           "shipper.server.ssl.client_authentication",
           "none: no client certificate; optional: verified if sent; required: mTLS",
@@ -113,6 +121,32 @@ std::vector<Key<Config>> ServerKeys() {
           "shipper.queue.mem.wait_strategy", "how idle consumers and blocked producers wait",
           "blocking|phased|sleeping", queue::ParseWaitStrategy, queue::WaitStrategyName,
           [](Config& c) -> queue::WaitStrategy& { return c.queue.wait_strategy; }),
+      K::Bool("shipper.queue.disk.enabled",
+              "keep the queue on disk (survives restarts) instead of in memory",
+              &Config::disk_queue),
+      K::String("shipper.queue.disk.path", "directory of the disk queue's files",
+                [](Config& c) -> std::string& { return c.disk.path; }),
+      K::Size("shipper.queue.disk.max_size",
+              "bytes the disk queue's files may hold; beyond, clients get partial acceptance", 1,
+              true, [](Config& c) -> size_t& { return c.disk.max_size; }),
+      K::Size("shipper.queue.disk.segment_size",
+              "bytes per segment file, freed whole once delivered (0: max_size / 10, at least "
+              "1MiB)",
+              0, true, [](Config& c) -> size_t& { return c.disk.segment_size; }),
+      K::Size("shipper.queue.disk.buffer_size",
+              "bytes of events accepted and not yet written at most (memory while the disk is "
+              "slow)",
+              1, true, [](Config& c) -> size_t& { return c.disk.buffer_size; }),
+      K::Size("shipper.queue.disk.flush.min_events",
+              "buffered loop, as shipper.queue.mem.flush.min_events", 0, false,
+              [](Config& c) -> size_t& { return c.disk.flush_min_events; }),
+      K::Duration("shipper.queue.disk.flush.timeout",
+                  "buffered loop, as shipper.queue.mem.flush.timeout",
+                  [](Config& c) -> absl::Duration& { return c.disk.flush_timeout; }),
+      K::Enum<queue::WaitStrategy>(
+          "shipper.queue.disk.wait_strategy", "as shipper.queue.mem.wait_strategy",
+          "blocking|phased|sleeping", queue::ParseWaitStrategy, queue::WaitStrategyName,
+          [](Config& c) -> queue::WaitStrategy& { return c.disk.wait_strategy; }),
       K::Size("shipper.output.bulk_max_size", "most events an output writes at once", 1, false,
               &Config::bulk_max_size),
       K::Duration("shipper.output.backoff.init",
@@ -133,25 +167,58 @@ std::vector<Key<Config>> ServerKeys() {
       K::Duration("shipper.shutdown_timeout",
                   "after SIGTERM, how long the queue may drain into the output",
                   &Config::shutdown_timeout),
-      K::Bool("shipper.http.enabled", "serve /metrics (Prometheus) and /healthz over HTTP",
+      K::Bool("shipper.strict_mode",
+              "refuse events without a timestamp, a source.input_id and a full data_stream, as "
+              "the archived Go shipper's strict mode did",
+              [](Config& c) -> bool& { return c.limits.strict_mode; }),
+      K::Bool("http.enabled", "serve /metrics (Prometheus) and /healthz over HTTP",
               [](Config& c) -> bool& { return c.http.enabled; }),
-      K::String("shipper.http.host", "address the HTTP endpoint listens on",
+      K::String("http.host", "address the HTTP endpoint listens on",
                 [](Config& c) -> std::string& { return c.http.host; }),
-      K::Port("shipper.http.port", "port of the HTTP endpoint (0: a free one, logged at start)",
+      K::Port("http.port", "port of the HTTP endpoint (0: a free one, logged at start)",
               [](Config& c) -> int& { return c.http.port; }),
-      K::Duration("shipper.metrics.period",
-                  "how often one INFO line logs what the counters did since the last (0: never)",
-                  &Config::metrics_period),
+      K::Bool("logging.metrics.enabled",
+              "log one INFO line every logging.metrics.period with what the counters did",
+              [](Config& c) -> bool& { return c.metrics_log.enabled; }),
+      K::Duration("logging.metrics.period",
+                  "how often that line is logged (0: never)",
+                  [](Config& c) -> absl::Duration& { return c.metrics_log.period; }),
   };
 }
 
-// Every key: the server's, then each output's `enabled` and its own.
+// Keys the archived Go shipper's config files carry (its sample elastic-agent-shipper.yml), taken
+// so those files start unchanged; what each means here is said at start (Archived).
+std::vector<Key<Draft>> ArchivedKeys() {
+  using K = KeysOf<Draft>;
+  return {
+      K::String("type",
+                "the output type Elastic Agent gave the archived shipper; must name the enabled "
+                "output",
+                &Draft::type),
+      K::Bool("monitoring.enabled", "the archived shipper's monitoring switch (no effect here)",
+              &Draft::monitoring),
+      K::Bool("http.expvar.enabled", "Go's expvar endpoint (none here: /metrics serves Prometheus)",
+              &Draft::expvar),
+  };
+}
+
+// Spellings of the previous release, kept for this one as aliases: each sets the key it names,
+// with a WARNING. The archived shipper and Beats spell them http.* and logging.metrics.*.
+constexpr std::pair<const char*, const char*> kDeprecatedKeys[] = {
+    {"shipper.http.enabled", "http.enabled"},
+    {"shipper.http.host", "http.host"},
+    {"shipper.http.port", "http.port"},
+    {"shipper.metrics.period", "logging.metrics.period"},
+};
+
+// Every key: the server's, the archived shipper's, then each output's `enabled` and its own.
 const std::vector<Key<Draft>>& Keys() {
   static const std::vector<Key<Draft>>* keys = [] {
     auto* keys = new std::vector<Key<Draft>>;
     for (const Key<Config>& key : ServerKeys()) {
       keys->push_back(key.Within<Draft>([](Draft& d) -> Config& { return d.config; }));
     }
+    for (Key<Draft>& key : ArchivedKeys()) keys->push_back(std::move(key));
     for (const OutputType& type : Outputs()) {
       const auto settings = [name = type.name](Draft& d) -> OutputSettings& {
         return *d.outputs.at(name);
@@ -198,16 +265,27 @@ absl::Status UnknownKey(absl::string_view name, absl::string_view where) {
 }
 
 bool IsKeyPrefix(absl::string_view prefix) {
+  const std::string dotted = absl::StrCat(prefix, ".");
   for (const Key<Draft>& key : Keys()) {
-    if (absl::StartsWith(key.name, absl::StrCat(prefix, "."))) return true;
+    if (absl::StartsWith(key.name, dotted)) return true;
+  }
+  for (const auto& [old_name, name] : kDeprecatedKeys) {
+    if (absl::StartsWith(old_name, dotted)) return true;
   }
   return false;
 }
 
-absl::Status Set(const std::string& name, const YAML::Node& node, absl::string_view where,
+absl::Status Set(std::string name, const YAML::Node& node, absl::string_view where,
                  Draft& draft) {
+  for (const auto& [old_name, new_name] : kDeprecatedKeys) {
+    if (name != old_name) continue;
+    draft.config.warnings.push_back(absl::StrCat(where, name, " is deprecated: write ", new_name,
+                                                 " (the old spelling goes in the next release)"));
+    name = new_name;
+  }
   for (const Key<Draft>& key : Keys()) {
     if (key.name != name) continue;
+    draft.given.insert(name);
     if (key.list && node.IsSequence()) {
       std::vector<std::string> items;
       for (const YAML::Node& item : node) {
@@ -330,8 +408,30 @@ void CheckListenerSsl(const Config::Ssl& ssl, Problems* problems) {
         "shipper.server.ssl.client_authentication verifies client certificates against "
         "shipper.server.ssl.certificate_authorities: set it");
   }
-  CheckPem(problems, "shipper.server.ssl.certificate_authorities", ssl.certificate_authorities,
-           "CERTIFICATE");
+  for (const std::string& path : ssl.certificate_authorities) {
+    CheckPem(problems, "shipper.server.ssl.certificate_authorities", path, "CERTIFICATE");
+  }
+}
+
+// What the archived shipper's own keys mean here: `type` must name the enabled output; the
+// others change nothing, and the log says so.
+void Archived(Draft& draft, Problems* problems) {
+  Config& config = draft.config;
+  if (draft.given.count("type") && draft.type != config.output) {
+    problems->Add(absl::StrCat("config: type is '", draft.type, "' but the enabled output is '",
+                               config.output, "': set type: ", config.output,
+                               " or enable shipper.output.", draft.type));
+  }
+  if (draft.given.count("monitoring.enabled")) {
+    config.notes.push_back(
+        "monitoring.enabled is the archived shipper's; it changes nothing here: Shipper's "
+        "metrics are /metrics and /healthz (http.*) and the logging.metrics line");
+  }
+  if (draft.given.count("http.expvar.enabled")) {
+    config.notes.push_back(
+        "http.expvar.enabled: Go's expvar has no equivalent here; /metrics serves the same "
+        "counters in Prometheus' text format");
+  }
 }
 
 // Moves the one enabled output (the file output if none is) into the config; a problem names
@@ -371,6 +471,7 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
   Validate(draft.config, &problems);
   for (const auto& [name, settings] : draft.outputs) settings->Validate(&problems);
   ChooseOutput(draft, &problems);
+  Archived(draft, &problems);
   if (!problems.empty()) return problems.ToStatus();
   return std::move(draft.config);
 }
@@ -397,6 +498,11 @@ absl::Status Preflight(const Config& config) {
   CheckListenerSsl(config.ssl, &problems);
   if (!config.dead_letter_path.empty()) {
     CheckAppendFile(&problems, "shipper.dead_letter.path", config.dead_letter_path);
+  }
+  if (config.disk_queue) {
+    for (const absl::Status& problem : queue::ValidateDiskOptions(config.disk)) {
+      problems.Add(problem);
+    }
   }
   config.output_settings->Preflight(&problems);
   return problems.ToStatus();

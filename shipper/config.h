@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_quota.h"
 #include "shipper/output/output.h"
@@ -51,10 +52,14 @@ struct Config {
   struct Ssl {
     std::string certificate;
     std::string key;
-    std::string certificate_authorities;
+    std::vector<std::string> certificate_authorities;  // their certificates, together
     ClientAuthentication client_authentication = ClientAuthentication::kNone;
   } ssl;
-  queue::Options queue;
+  queue::Options queue;  // shipper.queue.mem.*
+  // The disk queue instead (shipper.queue.disk.enabled): events survive restarts and outputs
+  // down for longer than memory could hold; queue/disk_queue.h says how.
+  bool disk_queue = false;
+  queue::DiskOptions disk;  // shipper.queue.disk.*
   // How many events an output worker takes from the queue at once.
   size_t bulk_max_size = 4096;
 
@@ -92,8 +97,16 @@ struct Config {
     std::string host = "127.0.0.1";
     int port = 8282;  // the Go shipper's; 0 picks a free one (the log says which)
   } http;
-  // How often one INFO line logs what the counters did since the last line (0: never).
-  absl::Duration metrics_period = absl::Seconds(30);
+  // One INFO line every period with what the counters did since the last (period 0: never).
+  struct MetricsLog {
+    bool enabled = true;
+    absl::Duration period = absl::Seconds(30);
+  } metrics_log;
+
+  // Lines for the log at start, not settings: deprecated spellings used (WARNING), keys taken
+  // that mean nothing here (INFO).
+  std::vector<std::string> warnings;
+  std::vector<std::string> notes;
 };
 
 // Builds the configuration from an optional YAML file (empty path: defaults only) and

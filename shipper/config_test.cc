@@ -317,7 +317,7 @@ shipper.output.shipper:
 )");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(Forward(*config).ssl.enabled);
-  EXPECT_EQ(Forward(*config).ssl.certificate_authorities, "/ca.crt");
+  EXPECT_EQ(Forward(*config).ssl.certificate_authorities, std::vector<std::string>{"/ca.crt"});
   EXPECT_EQ(Forward(*config).ssl.certificate, "/client.crt");
   EXPECT_EQ(Forward(*config).ssl.key, "/client.key");
   EXPECT_FALSE(Forward(*Parse("", {"shipper.output.shipper.enabled=true",
@@ -344,7 +344,7 @@ shipper.server.ssl:
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->ssl.certificate, "/etc/shipper/server.crt");
   EXPECT_EQ(config->ssl.key, "/etc/shipper/server.key");
-  EXPECT_EQ(config->ssl.certificate_authorities, "/etc/shipper/ca.crt");
+  EXPECT_EQ(config->ssl.certificate_authorities, std::vector<std::string>{"/etc/shipper/ca.crt"});
   EXPECT_EQ(config->ssl.client_authentication, ClientAuthentication::kRequired);
   absl::StatusOr<Config> optional =
       Parse("", {"shipper.server.ssl.client_authentication=optional"});
@@ -360,19 +360,73 @@ TEST(ConfigTest, HttpEndpointAndMetricsPeriod) {
   EXPECT_TRUE(defaults->http.enabled);
   EXPECT_EQ(defaults->http.host, "127.0.0.1");
   EXPECT_EQ(defaults->http.port, 8282);
-  EXPECT_EQ(defaults->metrics_period, absl::Seconds(30));
+  EXPECT_TRUE(defaults->metrics_log.enabled);
+  EXPECT_EQ(defaults->metrics_log.period, absl::Seconds(30));
 
+  absl::StatusOr<Config> config = Parse(
+      "http: {enabled: false, host: 0.0.0.0, port: 0}\nlogging.metrics.period: 0");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->http.enabled);
+  EXPECT_EQ(config->http.host, "0.0.0.0");
+  EXPECT_EQ(config->http.port, 0);
+  EXPECT_EQ(config->metrics_log.period, absl::ZeroDuration());
+  EXPECT_TRUE(config->warnings.empty());
+
+  EXPECT_THAT(Error("http.port: 65536"),
+              HasSubstr("'http.port': expected a port number from 0 to 65535"));
+  EXPECT_THAT(Error("logging.metrics.period: often"), HasSubstr("logging.metrics.period"));
+  EXPECT_FALSE(Parse("logging.metrics.enabled: false")->metrics_log.enabled);
+}
+
+TEST(ConfigTest, LastReleasesSpellingsStillWorkWithAWarning) {
   absl::StatusOr<Config> config = Parse(
       "shipper.http: {enabled: false, host: 0.0.0.0, port: 0}\nshipper.metrics.period: 0");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_FALSE(config->http.enabled);
   EXPECT_EQ(config->http.host, "0.0.0.0");
   EXPECT_EQ(config->http.port, 0);
-  EXPECT_EQ(config->metrics_period, absl::ZeroDuration());
+  EXPECT_EQ(config->metrics_log.period, absl::ZeroDuration());
+  ASSERT_EQ(config->warnings.size(), 4u);
+  EXPECT_THAT(config->warnings[0], HasSubstr("shipper.http.enabled is deprecated: write http.enabled"));
+  EXPECT_THAT(config->warnings[3],
+              HasSubstr("shipper.metrics.period is deprecated: write logging.metrics.period"));
+  config = Parse("", {"shipper.http.port=9000"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->http.port, 9000);
+  EXPECT_THAT(config->warnings, ::testing::ElementsAre(HasSubstr("write http.port")));
+  // Its errors name the key to write now.
+  EXPECT_THAT(Error("shipper.http.port: 65536"), HasSubstr("'http.port': expected a port"));
+}
 
-  EXPECT_THAT(Error("shipper.http.port: 65536"),
-              HasSubstr("'shipper.http.port': expected a port number from 0 to 65535"));
-  EXPECT_THAT(Error("shipper.metrics.period: often"), HasSubstr("shipper.metrics.period"));
+TEST(ConfigTest, TheArchivedShippersOwnKeys) {
+  // Its sample config, verbatim.
+  absl::StatusOr<Config> config = LoadConfig("tests/config/elastic-agent-shipper.yml", {});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->output, "console");
+  EXPECT_EQ(config->server_address, "unix:///tmp/grpc.socket");
+  EXPECT_EQ(config->http.host, "localhost");
+  EXPECT_FALSE(config->limits.strict_mode);
+  EXPECT_EQ(config->queue.max_events, queue::Options().max_events);
+  EXPECT_THAT(config->notes, ::testing::ElementsAre(HasSubstr("/metrics serves")));
+  EXPECT_TRUE(Parse("monitoring.enabled: true")->notes.size() == 1);
+  EXPECT_TRUE(Parse("shipper.strict_mode: true")->limits.strict_mode);
+
+  EXPECT_THAT(Error("type: kafka\nshipper.output.console.enabled: true"),
+              HasSubstr("type is 'kafka' but the enabled output is 'console'"));
+  EXPECT_THAT(Error("type: console"), HasSubstr("the enabled output is 'file'"));
+}
+
+TEST(ConfigTest, CertificateAuthoritiesTakeAListOrOnePath) {
+  absl::StatusOr<Config> config =
+      Parse("shipper.server.ssl.certificate_authorities: [/a.crt, /b.crt]");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->ssl.certificate_authorities, (std::vector<std::string>{"/a.crt", "/b.crt"}));
+  config = Parse(
+      "shipper.output.shipper: {enabled: true, server: a:1, ssl: {enabled: true, "
+      "certificate_authorities: [/a.crt, /b.crt]}}");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(Forward(*config).ssl.certificate_authorities,
+            (std::vector<std::string>{"/a.crt", "/b.crt"}));
 }
 
 std::string TestPath(absl::string_view name) {
@@ -409,9 +463,9 @@ TEST(ConfigTest, PreflightNamesWhatTlsSettingsMiss) {
   EXPECT_TRUE(ok(ssl));
   ssl.client_authentication = ClientAuthentication::kRequired;
   EXPECT_THAT(message(ssl), HasSubstr("set it"));
-  ssl.certificate_authorities = key;
+  ssl.certificate_authorities = {key};
   EXPECT_THAT(message(ssl), HasSubstr("'shipper.server.ssl.certificate_authorities'"));
-  ssl.certificate_authorities = cert;
+  ssl.certificate_authorities = {cert};
   EXPECT_TRUE(ok(ssl));
 }
 

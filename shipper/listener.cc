@@ -101,8 +101,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(
           GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
       break;
   }
-  absl::StatusOr<std::string> cas = ReadPem("shipper.server.ssl.certificate_authorities",
-                                            ssl.certificate_authorities, "CERTIFICATE");
+  absl::StatusOr<std::string> cas = ReadPems("shipper.server.ssl.certificate_authorities",
+                                             ssl.certificate_authorities, "CERTIFICATE");
   if (!cas.ok()) return cas.status();
   options.pem_root_certs = *cas;
   return grpc::SslServerCredentials(options);

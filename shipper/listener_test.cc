@@ -89,7 +89,7 @@ TEST(ListenerTest, TlsFromCheckedSettings) {
   ssl.key = key;
   EXPECT_TRUE(ListenerCredentials(ssl).ok());
   ssl.client_authentication = ClientAuthentication::kRequired;
-  ssl.certificate_authorities = cert;
+  ssl.certificate_authorities = {cert};
   EXPECT_TRUE(ListenerCredentials(ssl).ok());
 }
 

@@ -41,7 +41,13 @@ constexpr char kUsage[] = R"(ships events that agents publish over gRPC to one o
 
 Usage: shipper [-c FILE] [-E key=value ...] [--cpus=N] [--check_config]
 
-  -E key=value   override a config key (repeatable; the value is read as YAML)
+  -E key=value   override a config key (repeatable; the value is read as YAML: quote one
+                 that YAML would misread, -E 'shipper.output.redis.key="%{[a]}-x"')
+
+--check_config runs every check start runs before it creates, binds or writes anything (keys,
+TLS files, directories, listen addresses, the output's own), prints every problem it finds and
+exits 2, or 0 when start would go ahead. Keys of the archived elastic-agent-shipper (type,
+monitoring.enabled, http.expvar.enabled) are taken; see README "Migrating".
 
 Config keys (defaults shown):
 )";
@@ -101,6 +107,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<int> env_cpus = shipper::runtime::OverrideFromEnv();
   if (!env_cpus.ok()) return Refuse(env_cpus.status());
   config->cpu.override_cpus = absl::GetFlag(FLAGS_cpus) > 0 ? absl::GetFlag(FLAGS_cpus) : *env_cpus;
+  for (const std::string& warning : config->warnings) LOG(WARNING) << warning;
+  for (const std::string& note : config->notes) LOG(INFO) << note;
   const std::string destination = config->output_settings->Destination();
   if (absl::GetFlag(FLAGS_check_config)) {
     std::cout << "config OK: listen on " << config->server_address << ", output " << destination

@@ -1,4 +1,4 @@
-// The Producer gRPC service (see shared wire-api): PublishEvents puts a request's events into the
+// The Producer gRPC service (proto/producer.proto, the archived Go shipper's API): PublishEvents puts a request's events into the
 // queue, PersistedIndex streams how far they are handed off.
 //
 // PublishEvents hands the request's bytes themselves to the queue: each accepted event is the

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/stubs/common.h"
 #include "proto/messages.pb.h"
@@ -259,6 +260,33 @@ absl::Status NotAPublishRequest(absl::string_view what) {
       absl::StrCat("request is not a valid PublishRequest: ", what));
 }
 
+// shipper.strict_mode: what the archived Go shipper required of an event, in its words; empty
+// when nothing is missing. Reads the canonical event's few top-level fields, nothing nested.
+std::string StrictModeProblems(absl::string_view event) {
+  const wire::EventParts parts(event);
+  std::vector<std::string> problems;
+  if (!parts.has_timestamp) problems.push_back("invalid nil Timestamp");
+  if (!parts.has_source) {
+    problems.push_back("source: cannot be nil");
+  } else {
+    absl::string_view source[2];  // by field number: input_id = 1
+    wire::StringsByNumber(parts.source, source);
+    if (source[1].empty()) problems.push_back("source: input_id is a required field");
+  }
+  if (!parts.has_data_stream) {
+    problems.push_back("datastream: cannot be nil");
+  } else {
+    absl::string_view data_stream[4];  // type = 1, dataset = 2, namespace = 3
+    wire::StringsByNumber(parts.data_stream, data_stream);
+    std::vector<std::string> missing;
+    for (auto [number, name] : {std::pair{2, "dataset"}, {3, "namespace"}, {1, "type"}}) {
+      if (data_stream[number].empty()) missing.push_back(absl::StrCat(name, " is a required field"));
+    }
+    if (!missing.empty()) problems.push_back(absl::StrCat("datastream: ", absl::StrJoin(missing, "; ")));
+  }
+  return absl::StrJoin(problems, "; ");
+}
+
 }  // namespace
 
 absl::Status ScanPublishRequest(absl::string_view bytes, const RequestLimits& limits,
@@ -299,6 +327,12 @@ absl::Status ScanPublishRequest(absl::string_view bytes, const RequestLimits& li
     } else {
       out->events.push_back(
           out->rewritten.emplace_back(Rewritten(field.bytes, limits.max_nesting_depth)));
+    }
+    if (limits.strict_mode) {
+      if (std::string problems = StrictModeProblems(out->events.back()); !problems.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("event ", i, ": ", problems, " (shipper.strict_mode is on)"));
+      }
     }
   }
   if (!reader.ok()) return NotAPublishRequest("truncated or not protobuf");

@@ -23,6 +23,9 @@ struct RequestLimits {
   size_t max_message_size = 64 << 20;     // shipper.server.max_message_size: bytes as sent
   size_t max_events_per_request = 65536;  // shipper.server.max_events_per_request
   size_t max_nesting_depth = 64;          // shipper.server.max_nesting_depth (config: <= 1000)
+  // shipper.strict_mode: every event needs a timestamp, a source with an input_id and a
+  // data_stream with type, dataset and namespace (the archived Go shipper's rule and words).
+  bool strict_mode = false;
 };
 
 // A request's events, each as the wire bytes of one Event in canonical form (wire_event.h).
@@ -39,7 +42,8 @@ struct ScannedRequest {
 // Scans the serialized PublishRequest `bytes`: refuses more events than max_events_per_request
 // (counted without reading them), bytes that are not a PublishRequest (truncated, malformed), a
 // string or map key that is not UTF-8, and fields or metadata nesting Struct/ListValue deeper
-// than max_nesting_depth (the event's fields are level 1); it recurses a few frames per level of
+// than max_nesting_depth (the event's fields are level 1), and with strict_mode an event missing
+// what that mode requires (the message names the event's position); it recurses a few frames per level of
 // nesting, so the depth allowed bounds its stack. On success `out` holds views into
 // `bytes`, which must outlive them. `out` must be empty.
 absl::Status ScanPublishRequest(absl::string_view bytes, const RequestLimits& limits,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -253,6 +255,48 @@ TEST(RequestValidationTest, GarbageTruncationAndBadUtf8AreRefused) {
   std::string uuid_bytes = bad_uuid.SerializeAsString();
   uuid_bytes[3] = '\xff';
   EXPECT_THAT(Scan(uuid_bytes, RequestLimits{}).message(), HasSubstr("uuid is not UTF-8"));
+}
+
+TEST(RequestValidationTest, StrictModeRefusesWhatTheArchivedShipperRefused) {
+  pb::Event full;
+  full.mutable_timestamp()->set_seconds(1);
+  full.mutable_source()->set_input_id("in");
+  full.mutable_data_stream()->set_type("logs");
+  full.mutable_data_stream()->set_dataset("app");
+  full.mutable_data_stream()->set_namespace_("prod");
+  const auto scan = [&](const pb::Event& spoiled, bool strict) {
+    pb::PublishRequest request;
+    *request.add_events() = full;
+    *request.add_events() = spoiled;
+    RequestLimits limits;
+    limits.strict_mode = strict;
+    ScannedRequest scanned;
+    const std::string bytes = request.SerializeAsString();
+    return ScanPublishRequest(bytes, limits, &scanned);
+  };
+  EXPECT_TRUE(scan(full, true).ok());
+  pb::Event no_timestamp = full, no_source = full, no_input = full, no_stream = full,
+            empty_stream = full, nothing;
+  no_timestamp.clear_timestamp();
+  no_source.clear_source();
+  no_input.mutable_source()->clear_input_id();
+  no_stream.clear_data_stream();
+  empty_stream.mutable_data_stream()->Clear();
+  for (const auto& [event, words] : std::vector<std::pair<pb::Event, std::string>>{
+           {no_timestamp, "invalid nil Timestamp"},
+           {no_source, "source: cannot be nil"},
+           {no_input, "source: input_id is a required field"},
+           {no_stream, "datastream: cannot be nil"},
+           {empty_stream,
+            "datastream: dataset is a required field; namespace is a required field; type is a "
+            "required field"},
+           {nothing, "invalid nil Timestamp; source: cannot be nil; datastream: cannot be nil"},
+       }) {
+    absl::Status status = scan(event, true);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << words;
+    EXPECT_EQ(status.message(), absl::StrCat("event 1: ", words, " (shipper.strict_mode is on)"));
+    EXPECT_TRUE(scan(event, false).ok()) << words;
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/grpcpp.h"
+#include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
 #include "runtime/executor_sizing.h"
@@ -43,9 +44,17 @@ class ShipperImpl final : public Shipper {
   ~ShipperImpl() override { Stop(); }
 
   absl::Status Init() {
-    absl::StatusOr<std::unique_ptr<queue::Queue>> queue = queue::Queue::Create(config_.queue);
-    if (!queue.ok()) return queue.status();
-    queue_ = *std::move(queue);
+    if (config_.disk_queue) {
+      absl::StatusOr<std::unique_ptr<queue::DiskQueue>> disk =
+          queue::DiskQueue::Create(config_.disk);
+      if (!disk.ok()) return disk.status();
+      disk_queue_ = disk->get();
+      queue_ = *std::move(disk);
+    } else {
+      absl::StatusOr<std::unique_ptr<queue::Queue>> queue = queue::Queue::Create(config_.queue);
+      if (!queue.ok()) return queue.status();
+      queue_ = *std::move(queue);
+    }
     absl::StatusOr<std::unique_ptr<Output>> output = config_.output_settings->Build();
     if (!output.ok()) return output.status();
     absl::StatusOr<std::unique_ptr<DeadLetters>> dead_letters =
@@ -112,7 +121,7 @@ class ShipperImpl final : public Shipper {
       health_ = *std::move(health);
     }
     absl::StatusOr<std::unique_ptr<metrics::Exporter>> exporter = metrics::Exporter::Start(
-        config_, queue_.get(), cpu_.get(), workers_.get(), grpc_workers_.get());
+        config_, queue_.get(), disk_queue_, cpu_.get(), workers_.get(), grpc_workers_.get());
     if (!exporter.ok()) return exporter.status();
     exporter_ = *std::move(exporter);
     return absl::OkStatus();
@@ -149,6 +158,7 @@ class ShipperImpl final : public Shipper {
   const std::string uuid_;
   grpc::ResourceQuota grpc_quota_;
   std::unique_ptr<queue::Queue> queue_;
+  const queue::DiskQueue* disk_queue_ = nullptr;  // queue_, when it is the disk queue
   std::unique_ptr<Delivery> delivery_;  // the output, its retries and dead letters
   std::unique_ptr<runtime::WorkerPool> workers_;  // output workers
   std::unique_ptr<ProducerService> service_;

@@ -244,6 +244,11 @@ void EventJsonWriter::Append(absl::string_view event, uint64_t index) {
     String(ds[3], w);
     w.EndObject();
   }
+  if (metadata_ == Metadata::kOmit) {
+    w.EndObject();
+    out_->Put('\n');
+    return;
+  }
   absl::string_view source[3];  // by field number: input_id, stream_id
   wire::StringsByNumber(parts.source, source);
   Key("@metadata", w);

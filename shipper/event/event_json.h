@@ -9,6 +9,9 @@
 // exactly: 64-bit integers as JSON integers, timestamps as RFC 3339 strings, non-finite floats
 // as null.
 //
+// Destinations that index the document itself (Elasticsearch) take it without `@metadata`, as
+// Beats sends it: Metadata::kOmit leaves out that object, and with it what was shadowed.
+//
 // Thread safety: AppendEventJson is stateless; call it from any thread with distinct buffers.
 // One thread uses an EventJsonWriter.
 #ifndef SHIPPER_SHIPPER_EVENT_EVENT_JSON_H_
@@ -47,11 +50,15 @@ struct Entry {
 
 }  // namespace event_json_internal
 
+// Whether a document carries its `@metadata` object.
+enum class Metadata { kInclude, kOmit };
+
 // The same for many events into one buffer: the JSON writer and its allocations are reused from
 // event to event (a writer per event costs two allocations and frees of its level stack).
 class EventJsonWriter {
  public:
-  explicit EventJsonWriter(rapidjson::StringBuffer* out) : out_(out), writer_(*out) {}
+  explicit EventJsonWriter(rapidjson::StringBuffer* out, Metadata metadata = Metadata::kInclude)
+      : out_(out), metadata_(metadata), writer_(*out) {}
   EventJsonWriter(const EventJsonWriter&) = delete;
   EventJsonWriter& operator=(const EventJsonWriter&) = delete;
 
@@ -60,6 +67,7 @@ class EventJsonWriter {
 
  private:
   rapidjson::StringBuffer* const out_;
+  const Metadata metadata_;
   event_json_internal::Writer writer_;
   std::vector<event_json_internal::Entry> shadowed_;  // of the event being written
 };

@@ -162,13 +162,30 @@ TEST(EventJsonTest, ClashingNamesAreShadowedNotLostOrDuplicated) {
   EXPECT_EQ(top_level_timestamps, 1) << line;
 }
 
+TEST(EventJsonTest, WithoutMetadataTheDocumentIsTheRestUnchanged) {
+  pb::Event event;
+  event.mutable_timestamp()->set_seconds(1);
+  event.mutable_data_stream()->set_dataset("nginx.access");
+  (*event.mutable_metadata()->mutable_data())["_id"].set_string_value("id-1");
+  Field(event, "message").set_string_value("hello");
+  Field(event, "@metadata").set_int32_value(1);
+  rapidjson::StringBuffer buffer;
+  EventJsonWriter(&buffer, Metadata::kOmit).Append(event.SerializeAsString(), 5);
+  rapidjson::Document doc = ParseLine(std::string(buffer.GetString(), buffer.GetSize()));
+  rapidjson::Document full = ParseLine(Encode(event, 5));
+  full.RemoveMember("@metadata");
+  EXPECT_TRUE(doc == full) << buffer.GetString();
+  EXPECT_FALSE(doc.HasMember("@metadata"));
+  EXPECT_STREQ(doc["message"].GetString(), "hello");
+}
+
 TEST(EventJsonTest, StringsAreWrittenAsRapidjsonEscapesThem) {
   // The writer copies runs without escapes whole, a word at a time; the result must not differ
   // from rapidjson's byte-by-byte escaping, for keys and values alike, wherever in a word the
   // escapes fall.
   std::string every_byte;
   for (int c = 0; c < 256; ++c) every_byte += absl::StrCat("0123456789abcdef", std::string(1, c));
-  for (const std::string s : {std::string(), std::string("plain ascii"), every_byte,
+  for (const std::string& s : {std::string(), std::string("plain ascii"), every_byte,
                               std::string("\"\"\"\"\"\"\"\"\"\\\\\\\\\\"),
                               std::string("GET \"/api/v1/items?id=1 HTTP/1.1\" 200 \"curl\""),
                               std::string("quote \" here"), std::string("back\\slash"),

@@ -1,5 +1,7 @@
 #include "shipper/event/field_format.h"
 
+#include <optional>
+
 #include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -56,8 +58,8 @@ std::optional<std::string> NonEmpty(absl::string_view s) {
   return std::string(s);
 }
 
-std::optional<std::string> Resolve(absl::string_view event, const std::vector<std::string>& path) {
-  const wire::EventParts parts(event);
+std::optional<std::string> Resolve(const wire::EventParts& parts,
+                                   const std::vector<std::string>& path) {
   if (path.size() == 2 && path[0] == "data_stream") {
     absl::string_view ds[4];  // by field number: type, dataset, namespace
     wire::StringsByNumber(parts.data_stream, ds);
@@ -116,12 +118,16 @@ absl::StatusOr<FieldFormat> FieldFormat::Parse(absl::string_view format,
 
 absl::StatusOr<std::string> FieldFormat::Format(absl::string_view event) const {
   std::string out;
+  // Read once for all references (the default Elasticsearch index has three), and only if one
+  // needs it.
+  std::optional<wire::EventParts> parts;
   for (const Part& part : parts_) {
     if (part.path.empty()) {
       out += part.text;
       continue;
     }
-    std::optional<std::string> value = Resolve(event, part.path);
+    if (!parts) parts.emplace(event);
+    std::optional<std::string> value = Resolve(*parts, part.path);
     if (!value) value = part.fallback;
     if (!value) {
       return absl::NotFoundError(

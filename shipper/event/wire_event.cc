@@ -13,6 +13,7 @@ EventParts::EventParts(absl::string_view event) {
         timestamp = field.bytes;
         break;
       case event::kSource:
+        has_source = true;
         source = field.bytes;
         break;
       case event::kDataStream:

@@ -134,9 +134,10 @@ inline bool IsValueKind(const Field& field) {
 }
 
 // The parts of a canonical event; absent message fields are empty (has_* says whether they were
-// sent, as protobuf's has_timestamp() and has_data_stream() would).
+// sent, as protobuf's has_timestamp(), has_source() and has_data_stream() would).
 struct EventParts {
   bool has_timestamp = false;
+  bool has_source = false;
   bool has_data_stream = false;
   absl::string_view timestamp, source, data_stream, metadata, fields;
 

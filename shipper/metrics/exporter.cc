@@ -6,12 +6,18 @@
 namespace shipper::metrics {
 
 absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(
-    const Config& config, const queue::Queue* queue, const runtime::CpuMonitor* cpu,
+    const Config& config, const queue::Queue* queue, const queue::DiskQueue* disk_queue,
+    const runtime::CpuMonitor* cpu,
     const runtime::WorkerPool* output_workers, const runtime::WorkerPool* grpc_workers) {
   Sources sources;
   sources.queue = queue;
-  sources.queue_max_events = config.queue.max_events;
-  sources.queue_max_bytes = config.queue.max_bytes;
+  if (disk_queue != nullptr) {
+    sources.disk_queue = [disk_queue] { return disk_queue->disk_stats(); };
+    sources.disk_max_bytes = config.disk.max_size;
+  } else {
+    sources.queue_max_events = config.queue.max_events;
+    sources.queue_max_bytes = config.queue.max_bytes;
+  }
   sources.cpu = cpu;
   sources.output_workers = [output_workers] { return output_workers->live_threads(); };
   sources.grpc_workers = [grpc_workers] { return grpc_workers->live_threads(); };
@@ -27,8 +33,8 @@ absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(
     LOG(INFO) << "metrics on http://" << config.http.host << ":" << exporter->http_->port()
               << "/metrics";
   }
-  if (config.metrics_period > absl::ZeroDuration()) {
-    exporter->summary_ = std::make_unique<Summary>(config.metrics_period, collect);
+  if (config.metrics_log.enabled && config.metrics_log.period > absl::ZeroDuration()) {
+    exporter->summary_ = std::make_unique<Summary>(config.metrics_log.period, collect);
   }
   return exporter;
 }

@@ -1,5 +1,5 @@
 // What a running Shipper exposes about itself: the HTTP endpoint (/metrics, /healthz) when
-// shipper.http.enabled, and the periodic summary line when shipper.metrics.period > 0. Start()
+// http.enabled, and the periodic summary line (logging.metrics.*). Start()
 // logs "metrics on http://HOST:PORT/metrics" with the real port.
 //
 // Thread safety: SetServing() from any thread. The endpoint reads the queue, the CPU monitor and
@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
 #include "runtime/worker_pool.h"
@@ -25,6 +26,7 @@ class Exporter {
   // UNAVAILABLE when the endpoint cannot listen (the message names the keys to change).
   static absl::StatusOr<std::unique_ptr<Exporter>> Start(const Config& config,
                                                          const queue::Queue* queue,
+                                                         const queue::DiskQueue* disk_queue,
                                                          const runtime::CpuMonitor* cpu,
                                                          const runtime::WorkerPool* output_workers,
                                                          const runtime::WorkerPool* grpc_workers);

@@ -57,8 +57,8 @@ class HttpServerImpl final : public HttpServer {
     if (port_ <= 0) {
       return absl::UnavailableError(absl::StrCat(
           "cannot serve metrics on ", host, ":", port,
-          " (address in use or not a local address): change shipper.http.host / "
-          "shipper.http.port, or set shipper.http.enabled: false"));
+          " (address in use or not a local address): change http.host / http.port, or set "
+          "http.enabled: false"));
     }
     thread_ = std::thread([this] {
       if (!server_.listen_after_bind()) LOG(ERROR) << "metrics server stopped unexpectedly";

@@ -1,4 +1,4 @@
-// The monitoring HTTP endpoint (shipper.http.*): GET /metrics in the Prometheus text format and
+// The monitoring HTTP endpoint (http.*): GET /metrics in the Prometheus text format and
 // GET /healthz, served by cpp-httplib on two threads of its own (a scrape is rare and quick; two
 // let a kept-alive Prometheus connection and a probe be served at once).
 //

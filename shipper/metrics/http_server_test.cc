@@ -60,7 +60,7 @@ TEST(HttpServerTest, PortInUseSaysWhichKeysToChange) {
       HttpServer::Start("127.0.0.1", (*first)->port(), metrics, healthy);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(second.status().message(), HasSubstr("shipper.http.port"));
+  EXPECT_THAT(second.status().message(), HasSubstr("http.port"));
 }
 
 TEST(HttpServerTest, AnswersOneRequestPerConnection) {

@@ -1,6 +1,6 @@
-// The Kafka output's own metrics, beside the per-output ones (shipper_metrics.h). They live
-// apart from ShipperMetrics so that the output (shipper/output/kafka/), which the config's
-// registry links, can update them without depending on the config; Collect() reads them.
+// The Kafka output's own metrics, beside the per-output ones (shipper_metrics.h): the output
+// (shipper/output/kafka/) updates them, Collect() reads them. In a header of their own so that
+// ShipperMetrics does not grow a member per output.
 //
 // Thread safety: update and read from any thread (metric.h).
 #ifndef SHIPPER_SHIPPER_METRICS_KAFKA_METRICS_H_

@@ -171,6 +171,33 @@ void CollectRuntime(const Sources& sources, const Counter& retunes, Collection* 
   }
 }
 
+void CollectDiskQueue(const Sources& sources, Collection* c) {
+  const queue::DiskStats disk = sources.disk_queue();
+  c->Add("shipper_queue_disk_bytes", "Bytes in the disk queue's segment files.", Type::kGauge)
+      .Sample(disk.bytes);
+  c->Add("shipper_queue_disk_max_bytes", "shipper.queue.disk.max_size.", Type::kGauge)
+      .Sample(sources.disk_max_bytes);
+  c->Add("shipper_queue_disk_segments", "Segment files of the disk queue.", Type::kGauge)
+      .Sample(disk.segments);
+  c->Add("shipper_queue_disk_oldest_event_age_seconds",
+         "Since the oldest undelivered event was published; 0 when none is.", Type::kGauge)
+      .Sample(absl::ToDoubleSeconds(disk.oldest_age));
+  c->Add("shipper_queue_disk_syncs_total", "fdatasyncs of segment files (group commits).",
+         Type::kCounter)
+      .Sample(disk.syncs);
+  c->Add("shipper_queue_disk_sync_seconds_total", "Time those fdatasyncs took, in all.",
+         Type::kCounter)
+      .Sample(absl::ToDoubleSeconds(disk.sync_time));
+  c->Add("shipper_queue_disk_damaged_frames_total",
+         "Damaged frames stepped over (each logged with its file and offset).", Type::kCounter)
+      .Sample(disk.damaged_frames);
+  c->Add("shipper_queue_disk_write_failing",
+         "1 while the disk queue cannot write (disk full, I/O error): publishes get partial "
+         "acceptance until it can.",
+         Type::kGauge)
+      .Sample(disk.last_error.ok() ? 0 : 1);
+}
+
 void CollectProcess(const Sources& sources, Collection* c) {
   absl::StatusOr<ProcessStats> stats = ReadProcessStats(sources.proc_root);
   if (!stats.ok()) {
@@ -242,19 +269,35 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
         .Sample(stats.events);
     c.Add("shipper_queue_bytes", "Bytes of decoded events in the queue.", Type::kGauge)
         .Sample(stats.bytes);
-    c.Add("shipper_queue_max_events", "The queue's capacity in events.", Type::kGauge)
-        .Sample(sources.queue_max_events);
+    if (sources.queue_max_events > 0) {
+      c.Add("shipper_queue_max_events", "The queue's capacity in events.", Type::kGauge)
+          .Sample(sources.queue_max_events);
+    }
     if (sources.queue_max_bytes > 0) {
       c.Add("shipper_queue_max_bytes", "The queue's capacity in bytes.", Type::kGauge)
           .Sample(sources.queue_max_bytes);
     }
   }
+  if (sources.disk_queue) CollectDiskQueue(sources, &c);
   c.Add("shipper_persist_duration_seconds",
         "Per publish call: from its start until the persisted index covers its last accepted "
         "event.",
         Type::kHistogram)
       .Histogram(m.persist_seconds_);
   CollectOutputs(m.outputs_, &c);
+  c.Add("shipper_output_requests_total",
+        "Requests an output sent its destination, by the answer's status (none: no answer).",
+        Type::kCounter);
+  m.output_requests_.ForEach([&](const std::string& labels, const Counter& counter) {
+    c.Sample(counter.value(), labels);
+  });
+  c.Add("shipper_output_items_total",
+        "Events of those requests by outcome: created, duplicate (already there), retried, "
+        "dead_lettered.",
+        Type::kCounter);
+  m.output_items_.ForEach([&](const std::string& labels, const Counter& counter) {
+    c.Sample(counter.value(), labels);
+  });
   CollectKafka(KafkaMetrics::Get(), &c);
 
   c.Add("shipper_connections_refused_total",

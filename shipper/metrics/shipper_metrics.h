@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpcpp/support/status.h"
+#include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
 #include "shipper/metrics/metric.h"
@@ -31,6 +32,8 @@ struct Sources {
   const queue::Queue* queue = nullptr;
   size_t queue_max_events = 0;
   size_t queue_max_bytes = 0;  // 0: no byte limit
+  std::function<queue::DiskStats()> disk_queue;  // when the queue is the disk queue
+  uint64_t disk_max_bytes = 0;
   const runtime::CpuMonitor* cpu = nullptr;
   std::function<int()> output_workers;  // live threads of the output pool
   std::function<int()> grpc_workers;    // live threads of the pool serving PublishEvents
@@ -74,6 +77,17 @@ class ShipperMetrics {
   OutputMetrics& Output(absl::string_view name) {
     return outputs_.Get(FormatLabels({{"output", name}}));
   }
+  // Requests an output sent its destination, by the answer's status (an HTTP status, or "none"
+  // when none came), and the events of them by what became of each (outcome: "created",
+  // "duplicate", "retried", "dead_lettered"). Outputs that speak to a server in requests of
+  // many events count them here (Elasticsearch). Locks: look each child up once, or once per
+  // request.
+  Counter& OutputRequests(absl::string_view output, absl::string_view status) {
+    return output_requests_.Get(FormatLabels({{"output", output}, {"status", status}}));
+  }
+  Counter& OutputItems(absl::string_view output, absl::string_view outcome) {
+    return output_items_.Get(FormatLabels({{"output", output}, {"outcome", outcome}}));
+  }
   // The request counter of a gRPC method (full path) and status code. Locks: see GrpcMetrics.
   Counter& GrpcRequests(absl::string_view method, absl::string_view code) {
     return grpc_requests_.Get(FormatLabels({{"method", method}, {"code", code}}));
@@ -91,6 +105,8 @@ class ShipperMetrics {
   Counter cpu_retunes_;
   Counter connections_refused_;
   Family<OutputMetrics> outputs_;
+  Family<Counter> output_requests_;
+  Family<Counter> output_items_;
   Family<Counter> grpc_requests_;
 };
 

@@ -1,4 +1,4 @@
-// The periodic metrics log line (shipper.metrics.period, like Beats' logging.metrics): every
+// The periodic metrics log line (logging.metrics.period, like Beats' logging.metrics): every
 // period, one INFO line with how much each counter grew and what the histograms observed since
 // the last line, e.g.
 //   metrics in the last 30s: events_received +5000, events_accepted +5000, ...

@@ -1,7 +1,8 @@
 // A batch encoded once, as NDJSON, by the one event encoder (shipper/event_json.h).
 //
 // Outputs that write the whole batch take ndjson(); outputs that send events one by one (Redis)
-// take document(i). Either way each event is encoded exactly once.
+// take document(i). Either way each event is encoded exactly once. Metadata::kOmit encodes the
+// documents without `@metadata` (event_json.h).
 //
 // Thread safety: one thread uses a BatchJson; outputs keep one per worker thread and reuse its
 // buffer from batch to batch.
@@ -20,6 +21,8 @@ namespace shipper {
 
 class BatchJson {
  public:
+  explicit BatchJson(Metadata metadata = Metadata::kInclude) : writer_(&buffer_, metadata) {}
+
   // Encodes every one of `events`, replacing what was encoded before.
   void Encode(const Events& events);
 
@@ -33,7 +36,7 @@ class BatchJson {
 
  private:
   rapidjson::StringBuffer buffer_;
-  EventJsonWriter writer_{&buffer_};
+  EventJsonWriter writer_;
   std::vector<size_t> ends_;  // offset just past each event's '\n'
 };
 

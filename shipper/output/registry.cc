@@ -2,6 +2,7 @@
 
 #include "shipper/output/console/console_output.h"
 #include "shipper/output/discard/discard_output.h"
+#include "shipper/output/elasticsearch/elasticsearch_output.h"
 #include "shipper/output/file/file_output.h"
 #include "shipper/output/forward/forward_output.h"
 #include "shipper/output/kafka/kafka_output.h"
@@ -15,6 +16,7 @@ const std::vector<OutputType>& Outputs() {
       ConsoleOutputType(),
       RedisOutputType(),
       ForwardOutputType(),
+      ElasticsearchOutputType(),
       KafkaOutputType(),
       DiscardOutputType(),
   };

@@ -7,6 +7,10 @@ For each event shape, shipper_load sends the same number of events to
                                   once: the limit,
   (b) Shipper, discard output  -- the whole pipeline, output counts and drops,
   (c) Shipper, file output     -- the whole pipeline, output writes files,
+  (d) Shipper, elasticsearch   -- the whole pipeline into tests/elasticsearch/fake_elasticsearch.py
+                                  --only-count (splits the NDJSON, answers every item created), at
+                                  compression_level 1 and, as elasticsearch-gzip0, 0; their lines
+                                  add bulk_bytes_on_the_wire and fake_cpu_sec_per_million,
 and, for context, null_server --decode=envelope ("transport": events counted, not decoded) and
 null_server --decode=full ("protobuf": every event parsed into protobuf messages, as Shipper did
 before it kept events as wire bytes),
@@ -43,9 +47,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import urllib.request
 import time
 
 LISTENING = re.compile(r"listening on (\S+:\d+)")
+# The Elasticsearch targets, by the gzip level they send at, and the fake they send to.
+ES_LEVELS = {"elasticsearch": 1, "elasticsearch-gzip0": 0}
+FAKE_ES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "../elasticsearch/fake_elasticsearch.py")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -142,10 +151,25 @@ class Bench:
             os.makedirs(outdir)
             argv += ["-E", "shipper.output.file.enabled=true",
                      "-E", "shipper.output.file.path=" + outdir]
+        fake = None
+        if output in ES_LEVELS:
+            # A fake that only splits the NDJSON and answers every item created.
+            fake = Server(name + "/fake", ["/usr/bin/python3", FAKE_ES, "--only-count"],
+                          self.workdir)
+            argv += ["-E", "shipper.output.elasticsearch.enabled=true",
+                     "-E", "shipper.output.elasticsearch.hosts=http://" + fake.address,
+                     "-E", "shipper.output.elasticsearch.compression_level=%d"
+                     % ES_LEVELS[output]]
         for kv in overrides:
             argv += ["-E", kv]
-        server = Server(name, argv, self.workdir)
+        try:
+            server = Server(name, argv, self.workdir)
+        except Exception:
+            if fake:
+                fake.stop()
+            raise
         server.outdir = outdir
+        server.fake_es = fake
         return server
 
     def load(self, target, shape, batch, events=None, rate=None, duration=None, idle=False,
@@ -187,9 +211,12 @@ class Bench:
         else:
             server = self.start_shipper(name, output=target)
         try:
-            cpu0 = server.cpu_sec()
+            fake = getattr(server, "fake_es", None)
+            cpu0, fake_cpu0 = server.cpu_sec(), fake.cpu_sec() if fake else 0
             r = self.load(server.address, shape, batch, events=events)
             r["server_cpu_sec"] = server.cpu_sec() - cpu0
+            if fake:
+                r["fake_cpu_sec"] = fake.cpu_sec() - fake_cpu0
             r["rss_mb"] = server.rss_mb()
             if not server.alive():
                 raise RuntimeError("%s exited during the run: %s" % (name, server.log_tail()))
@@ -198,6 +225,11 @@ class Bench:
             raise
         finally:
             server.stop()
+            fake = getattr(server, "fake_es", None)
+            if fake:
+                with urllib.request.urlopen("http://%s/_fake/stats" % fake.address) as page:
+                    server.wire_bytes = json.load(page)["bytes"]
+                fake.stop()
             if getattr(server, "outdir", None):
                 r_bytes = sum(os.path.getsize(os.path.join(d, f))
                               for d, _, fs in os.walk(server.outdir) for f in fs)
@@ -205,6 +237,8 @@ class Bench:
                 server.output_bytes = r_bytes
         if getattr(server, "output_bytes", None) is not None:
             r["output_bytes"] = server.output_bytes
+        if getattr(server, "wire_bytes", None) is not None:
+            r["wire_bytes"] = server.wire_bytes
         return r
 
     def run_throughput(self):
@@ -266,6 +300,10 @@ class Bench:
                     record["partial_replies"] = r["partial_replies"]
                 if "output_bytes" in r:
                     record["output_bytes_on_disk"] = r["output_bytes"]
+                if "wire_bytes" in r:
+                    record["bulk_bytes_on_the_wire"] = r["wire_bytes"]
+                    # The fake's CPU, to tell its limit from Shipper's.
+                    record["fake_cpu_sec_per_million"] = round(r["fake_cpu_sec"] / n * 1e6, 3)
                 emit(record)
 
     def run_latency(self):
@@ -414,11 +452,12 @@ def main():
     ap.add_argument("--shipper_load", default=os.environ.get("SHIPPER_LOAD_BIN", ""))
     ap.add_argument("--config", default=os.environ.get("SHIPPER_CONFIG", ""),
                     help="YAML config passed with -c (default: none, only -E overrides)")
-    ap.add_argument("--targets", default="null,transport,protobuf,discard,file",
+    ap.add_argument("--targets",
+                    default="null,transport,protobuf,discard,file,elasticsearch,elasticsearch-gzip0",
                     help="null: null_server (Shipper's scan, the baseline); transport: "
                          "null_server --decode=envelope (no event decoding); protobuf: "
-                         "null_server --decode=full (protobuf messages); discard, file: Shipper "
-                         "outputs")
+                         "null_server --decode=full (protobuf messages); discard, file, "
+                         "elasticsearch (gzip level 1), elasticsearch-gzip0: Shipper outputs")
     ap.add_argument("--shapes", default="filebeat,tiny,large")
     ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",
                     help="events per run, per shape")
@@ -434,7 +473,7 @@ def main():
                     default="shipper.queue.mem.flush.min_events=2048,"
                             "shipper.queue.mem.flush.timeout=5ms")
     ap.add_argument("--direct_overrides", default="shipper.queue.mem.flush.min_events=1")
-    ap.add_argument("--common_overrides", default="shipper.http.port=0",
+    ap.add_argument("--common_overrides", default="http.port=0",
                     help="-E overrides for every Shipper run (default: the metrics endpoint on a "
                          "free port, so that runs never collide on 8282)")
     ap.add_argument("--idle_seconds", type=float, default=10)

@@ -20,6 +20,7 @@
 #include "runtime/cpu_quota.h"
 #include "runtime/signals.h"
 #include "runtime/worker_pool.h"
+#include "shipper/config.h"
 
 int main(int argc, char** argv) {
   shipper::runtime::BlockTerminationSignals();
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
 
   shipper::runtime::CpuQuotaOptions options;
-  absl::Duration interval = shipper::runtime::kDefaultRetuneInterval;
+  absl::Duration interval = shipper::Config().cpu.retune_interval;  // the key's default
   absl::StatusOr<int> env_cpus = shipper::runtime::OverrideFromEnv();
   CHECK(env_cpus.ok()) << env_cpus.status();
   options.override_cpus = *env_cpus;

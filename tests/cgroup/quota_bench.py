@@ -200,7 +200,7 @@ def main():
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--shape", default="filebeat")
     parser.add_argument("--shipper_arg", action="append", default=None,
-                        help="extra shipper argument, repeatable (default: -E shipper.http.port=0)")
+                        help="extra shipper argument, repeatable (default: -E http.port=0)")
     parser.add_argument("--shares", type=int, default=8192,
                         help="cpu.shares (v1 units; v2 cpu.weight scaled) of Shipper's and the load "
                         "generator's cgroups, so that on a busy host the quota, not other "
@@ -211,7 +211,7 @@ def main():
                         "shows what pools sized on a bigger node would do under the same quota")
     args = parser.parse_args()
     if args.shipper_arg is None:
-        args.shipper_arg = ["-E", "shipper.http.port=0"]
+        args.shipper_arg = ["-E", "http.port=0"]
     args.shipper, args.shipper_load = os.path.abspath(args.shipper), os.path.abspath(args.shipper_load)
     for binary in (args.shipper, args.shipper_load):
         if not os.access(binary, os.X_OK):

@@ -217,7 +217,7 @@ def main():
         cgroup.set_cpus(0.5)
         process = Process([binary, "-E", "shipper.cpu.retune_interval=1s",
                            "-E", "shipper.server.server=127.0.0.1:0",
-                           "-E", "shipper.http.port=0"] + extra, cgroup)
+                           "-E", "http.port=0"] + extra, cgroup)
         try:
             m = process.expect(QUOTA_LINE, timeout=30)
             print(f"start: {m.group(0)}")
@@ -244,7 +244,7 @@ def main():
         cgroup.set_cpus(0.5)
         process = Process([binary, "--cpus=3", "-E", "shipper.cpu.retune_interval=1s",
                            "-E", "shipper.server.server=127.0.0.1:0",
-                           "-E", "shipper.http.port=0"] + extra, cgroup)
+                           "-E", "http.port=0"] + extra, cgroup)
         try:
             m = process.expect(QUOTA_LINE, timeout=30)
             print(f"override: {m.group(0)}")

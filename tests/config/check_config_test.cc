@@ -140,7 +140,7 @@ TEST(CheckConfigTest, LeavesNoFileDirectoryOrSocketBehind) {
       Overrides({absl::StrCat("shipper.server.server=unix://", dir, "/shipper.sock"),
                  absl::StrCat("shipper.output.file.path=", dir, "/out/deeper"),
                  absl::StrCat("shipper.dead_letter.path=", dir, "/dead/letters.ndjson"),
-                 "shipper.http.port=0"});
+                 "http.port=0"});
   args.push_back("--check_config");
   auto [code, output] = testing::RunShipper(args);
   EXPECT_EQ(code, 0) << output;

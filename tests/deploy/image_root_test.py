@@ -63,8 +63,8 @@ def main():
         with open(log_path, "w") as log:
             proc = subprocess.Popen(chroot(root, "/usr/local/bin/shipper", "-c", "/etc/shipper/shipper.yml",
                                            "-E", "shipper.server.health.address=127.0.0.1:0",
-                                           "-E", "shipper.http.host=127.0.0.1",
-                                           "-E", "shipper.http.port=0"),
+                                           "-E", "http.host=127.0.0.1",
+                                           "-E", "http.port=0"),
                                     stdout=log, stderr=subprocess.STDOUT)
         try:
             address = wait_for(LISTENING, log_path, proc)[1]

@@ -267,8 +267,8 @@ class Manifests(unittest.TestCase):
             ports = {p["name"]: p["containerPort"] for p in shipper["ports"]}
             self.assertEqual(annotations.get("prometheus.io/scrape"), "true", name)
             self.assertEqual(int(annotations["prometheus.io/port"]), ports["metrics"], name)
-            self.assertEqual(config.get("shipper.http.port", 8282), ports["metrics"], name)
-            self.assertEqual(config.get("shipper.http.host"), "0.0.0.0",
+            self.assertEqual(config.get("http.port", 8282), ports["metrics"], name)
+            self.assertEqual(config.get("http.host"), "0.0.0.0",
                              f"{name}: the metrics endpoint must listen on the pod's IP")
 
 

@@ -218,7 +218,7 @@ TEST(ShipperBinaryTest, ASecondShipperOnTheSameAddressFailsToStart) {
   absl::StatusOr<testing::ShipperProcess> first = testing::ShipperProcess::Start({});
   ASSERT_TRUE(first.ok()) << first.status();
   auto [code, output] = testing::RunShipper(
-      {"-E", absl::StrCat("shipper.server.server=", first->address()), "-E", "shipper.http.port=0"});
+      {"-E", absl::StrCat("shipper.server.server=", first->address()), "-E", "http.port=0"});
   EXPECT_EQ(code, 1) << output;
   EXPECT_NE(output.find("cannot listen on '" + first->address() + "'"), std::string::npos)
       << output;

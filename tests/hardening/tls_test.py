@@ -147,7 +147,7 @@ class TlsTest(unittest.TestCase):
 
     def test_unusable_certificate_stops_the_start_naming_the_key(self):
         run = subprocess.run(
-            ["shipper/shipper", "-E", "shipper.server.server=127.0.0.1:0", "-E", "shipper.http.port=0",
+            ["shipper/shipper", "-E", "shipper.server.server=127.0.0.1:0", "-E", "http.port=0",
              "-E", f"shipper.server.ssl.certificate={self.pki.path('server.crt')}",
              "-E", f"shipper.server.ssl.key={self.pki.path('missing.key')}"],
             capture_output=True, text=True, timeout=30)

@@ -90,12 +90,15 @@ void BM_Envelope(benchmark::State& state) {
   Finish(state, wire);
 }
 
-void BM_Scan(benchmark::State& state) {
+// The scan as Shipper runs it; with shipper.strict_mode when `strict`.
+void Scan(benchmark::State& state, bool strict) {
   const std::string wire = Request(ShapeOf(state), kBatch);
+  RequestLimits limits;
+  limits.strict_mode = strict;
   for (auto _ : state) {
     ScannedRequest scanned;
-    if (!ScanPublishRequest(wire, RequestLimits{}, &scanned).ok()) {
-      state.SkipWithError("the scan refuses a valid request");
+    if (absl::Status status = ScanPublishRequest(wire, limits, &scanned); !status.ok()) {
+      state.SkipWithError(std::string(status.message()).c_str());
       return;
     }
     benchmark::DoNotOptimize(scanned.events.data());
@@ -103,11 +106,15 @@ void BM_Scan(benchmark::State& state) {
   Finish(state, wire);
 }
 
+void BM_Scan(benchmark::State& state) { Scan(state, false); }
+void BM_ScanStrict(benchmark::State& state) { Scan(state, true); }
+
 #define SHAPES ->Arg(0)->Arg(1)->Arg(2)
 BENCHMARK(BM_ParseHeap) SHAPES;
 BENCHMARK(BM_ParseArena) SHAPES;
 BENCHMARK(BM_Envelope) SHAPES;
 BENCHMARK(BM_Scan) SHAPES;
+BENCHMARK(BM_ScanStrict) SHAPES;
 
 }  // namespace
 }  // namespace shipper::load

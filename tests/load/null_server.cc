@@ -187,10 +187,26 @@ class ProducerService {
   std::set<IndexStream*> streams_ ABSL_GUARDED_BY(streams_mu_);
 };
 
-// Full decoding: gRPC parses every PublishRequest, events and their Structs included.
-class DecodingService final : public v1::Producer::CallbackService {
+// What every service variant shares: the ProducerService behind it, and its PersistedIndex
+// streams. `Base` is the generated service with PublishEvents in the variant's style.
+template <typename Base>
+class ServiceOn : public Base {
  public:
-  explicit DecodingService(ProducerService* core) : core_(core) {
+  explicit ServiceOn(ProducerService* core) : core_(core) {}
+
+  grpc::ServerWriteReactor<msg::PersistedIndexReply>* PersistedIndex(
+      grpc::CallbackServerContext*, const msg::PersistedIndexRequest* request) override {
+    return core_->NewStream(request);
+  }
+
+ protected:
+  ProducerService* const core_;
+};
+
+// Full decoding: gRPC parses every PublishRequest, events and their Structs included.
+class DecodingService final : public ServiceOn<v1::Producer::CallbackService> {
+ public:
+  explicit DecodingService(ProducerService* core) : ServiceOn(core) {
     if (core->options().use_arena) SetMessageAllocatorFor_PublishEvents(&allocator_);
   }
 
@@ -205,29 +221,18 @@ class DecodingService final : public v1::Producer::CallbackService {
     return reactor;
   }
 
-  grpc::ServerWriteReactor<msg::PersistedIndexReply>* PersistedIndex(
-      grpc::CallbackServerContext* context, const msg::PersistedIndexRequest* request) override {
-    return core_->NewStream(request);
-  }
-
  private:
-  ProducerService* const core_;
   ArenaAllocator allocator_;
 };
 
 // Full decoding on the async API: completion-queue threads (one per core) take calls, parse them
 // into an arena and reply. The same shape as Shipper's PublishEvents path.
 class AsyncDecodingService final
-    : public v1::Producer::WithAsyncMethod_PublishEvents<
-          v1::Producer::WithCallbackMethod_PersistedIndex<v1::Producer::Service>> {
+    : public ServiceOn<v1::Producer::WithAsyncMethod_PublishEvents<
+          v1::Producer::WithCallbackMethod_PersistedIndex<v1::Producer::Service>>> {
  public:
-  explicit AsyncDecodingService(ProducerService* core) : core_(core) {}
+  explicit AsyncDecodingService(ProducerService* core) : ServiceOn(core) {}
   ~AsyncDecodingService() override { Stop(); }
-
-  grpc::ServerWriteReactor<msg::PersistedIndexReply>* PersistedIndex(
-      grpc::CallbackServerContext* context, const msg::PersistedIndexRequest* request) override {
-    return core_->NewStream(request);
-  }
 
   // REQUIRES: the server is built and started with `cq`.
   void Start(std::unique_ptr<grpc::ServerCompletionQueue> cq, int threads) {
@@ -287,7 +292,6 @@ class AsyncDecodingService final
     bool replying_ = false;
   };
 
-  ProducerService* const core_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::vector<std::thread> threads_;
 };
@@ -296,11 +300,11 @@ class AsyncDecodingService final
 // kEnvelope: reads the uuid and counts the events fields, skipping their bytes: the transport
 // limit without decoding.
 class RawService final
-    : public v1::Producer::WithRawCallbackMethod_PublishEvents<
-          v1::Producer::WithCallbackMethod_PersistedIndex<v1::Producer::Service>> {
+    : public ServiceOn<v1::Producer::WithRawCallbackMethod_PublishEvents<
+          v1::Producer::WithCallbackMethod_PersistedIndex<v1::Producer::Service>>> {
  public:
   RawService(ProducerService* core, NullServerOptions::Decode decode)
-      : core_(core), decode_(decode) {}
+      : ServiceOn(core), decode_(decode) {}
 
   grpc::ServerUnaryReactor* PublishEvents(grpc::CallbackServerContext* context,
                                           const grpc::ByteBuffer* request,
@@ -323,11 +327,6 @@ class RawService final
     reactor->Finish(status);
     if (status.ok()) core_->NotifyStreams();
     return reactor;
-  }
-
-  grpc::ServerWriteReactor<msg::PersistedIndexReply>* PersistedIndex(
-      grpc::CallbackServerContext* context, const msg::PersistedIndexRequest* request) override {
-    return core_->NewStream(request);
   }
 
  private:
@@ -358,7 +357,6 @@ class RawService final
     return in.ConsumedEntireMessage();
   }
 
-  ProducerService* const core_;
   const NullServerOptions::Decode decode_;
 };
 

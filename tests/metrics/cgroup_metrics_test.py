@@ -74,7 +74,7 @@ def main():
     try:
         cgroup.set_cpus(0.02)
         process = Process([binary, "-E", "shipper.server.server=127.0.0.1:0",
-                           "-E", "shipper.http.port=0", "-E", "shipper.output.discard.enabled=true",
+                           "-E", "http.port=0", "-E", "shipper.output.discard.enabled=true",
                            "-E", "shipper.cpu.retune_interval=1s"], cgroup)
         try:
             url = process.expect(METRICS_LINE, timeout=30)[1]

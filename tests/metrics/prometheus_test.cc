@@ -163,7 +163,7 @@ class MetricsTest : public ::testing::Test {
     absl::StatusOr<testing::ShipperProcess> process = testing::ShipperProcess::Start(
         {"-E", absl::StrCat("shipper.output.file.path=", TempDir(), "/out"), "-E",
          absl::StrCat("shipper.queue.mem.events=", kQueueEvents),
-         "-E", "shipper.metrics.period=1s"});
+         "-E", "logging.metrics.period=1s"});
     ASSERT_TRUE(process.ok()) << process.status();
     shipper_ = std::make_unique<testing::ShipperProcess>(*std::move(process));
     ASSERT_FALSE(shipper_->metrics_address().empty()) << shipper_->Log();

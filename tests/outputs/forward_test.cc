@@ -38,7 +38,7 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
       // accepted but never wrote: the sidecar must resend them to the new instance.
       "-E", "shipper.queue.mem.flush.min_events=8192",
       "-E", "shipper.queue.mem.flush.timeout=300ms",
-      "-E", "shipper.http.port=0"};
+      "-E", "http.port=0"};
   auto first = ShipperProcess::Start(aggregator_args);
   ASSERT_TRUE(first.ok()) << first.status();
   auto aggregator = std::make_unique<ShipperProcess>(*std::move(first));
@@ -49,7 +49,7 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
        "-E", "shipper.output.backoff.init=50ms",
        "-E", "shipper.output.backoff.max=500ms",
        "-E", "shipper.queue.mem.events=16384",
-       "-E", "shipper.http.port=0"});
+       "-E", "http.port=0"});
   ASSERT_TRUE(sidecar.ok()) << sidecar.status();
 
   std::atomic<uint64_t> persisted{0};
@@ -135,7 +135,7 @@ TEST(ForwardTest, ForwardsOverMutualTlsOnlyToAnAggregatorItTrusts) {
        "-E", absl::StrCat("shipper.server.ssl.key=", pki, "/aggregator.key"),
        "-E", absl::StrCat("shipper.server.ssl.certificate_authorities=", pki, "/ca.crt"),
        "-E", "shipper.server.ssl.client_authentication=required",
-       "-E", "shipper.http.port=0"});
+       "-E", "http.port=0"});
   ASSERT_TRUE(aggregator.ok()) << aggregator.status();
   auto sidecar_trusting = [&](const std::string& ca) {
     return ShipperProcess::Start(
@@ -147,7 +147,7 @@ TEST(ForwardTest, ForwardsOverMutualTlsOnlyToAnAggregatorItTrusts) {
          "-E", absl::StrCat("shipper.output.shipper.ssl.key=", pki, "/client.key"),
          "-E", "shipper.output.backoff.init=50ms",
          "-E", "shipper.output.backoff.max=200ms",
-         "-E", "shipper.http.port=0"});
+         "-E", "http.port=0"});
   };
 
   auto sidecar = sidecar_trusting("ca.crt");

@@ -38,7 +38,7 @@ std::vector<std::string> ShipperArgs(int redis_port, const std::string& key) {
           "-E", "shipper.output.backoff.init=50ms",
           "-E", "shipper.output.backoff.max=500ms",
           "-E", "shipper.queue.mem.events=16384",
-          "-E", "shipper.http.port=0"};
+          "-E", "http.port=0"};
 }
 
 // Starts a shipper with `args`, publishes events [0, count) and waits until it reports them

@@ -40,7 +40,7 @@ class Shipper:
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             ["shipper/shipper", "-E", "shipper.server.server=127.0.0.1:0",
-             "-E", "shipper.http.port=0", *args],
+             "-E", "http.port=0", *args],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while time.time() < deadline:

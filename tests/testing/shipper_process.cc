@@ -51,12 +51,12 @@ absl::StatusOr<ShipperProcess> ShipperProcess::Start(std::vector<std::string> ar
   bool has_address = false, has_http = false;
   for (const std::string& arg : args) {
     has_address |= absl::StrContains(arg, "server.server=");
-    has_http |= absl::StrContains(arg, "shipper.http.");
+    has_http |= absl::StrContains(arg, "http.");
   }
   if (!has_address) {
     args.insert(args.begin(), {"-E", "shipper.server.server=127.0.0.1:0"});
   }
-  if (!has_http) args.insert(args.begin(), {"-E", "shipper.http.port=0"});
+  if (!has_http) args.insert(args.begin(), {"-E", "http.port=0"});
   std::string log_path = TempPath("shipper");
   ShipperProcess process(Spawn(binary, args, log_path), log_path);
   static const std::regex kListening("listening on (\\S+) \\(uuid ([0-9a-f-]+)\\)");

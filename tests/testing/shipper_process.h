@@ -22,7 +22,7 @@ class ShipperProcess {
  public:
   // Starts `binary` (default: the shipper in the test's runfiles) with `args` plus
   // -E shipper.server.server=127.0.0.1:0 unless `args` sets the server address, and
-  // -E shipper.http.port=0 unless `args` sets a shipper.http key.
+  // -E http.port=0 unless `args` sets a shipper.http key.
   static absl::StatusOr<ShipperProcess> Start(std::vector<std::string> args,
                                               std::string binary = "shipper/shipper");
   ShipperProcess(ShipperProcess&& other) noexcept;

@@ -176,35 +176,26 @@ class ForwardOutput final : public Output {
   std::thread follower_;
 };
 
-// The PEM files TLS to the next Shipper reads: unset ones are skipped.
-struct PemFile {
-  const char* key;
-  const std::string& path;
-  const char* what;
-};
+constexpr char kCas[] = "shipper.output.shipper.ssl.certificate_authorities";
+constexpr char kCertificate[] = "shipper.output.shipper.ssl.certificate";
+constexpr char kKey[] = "shipper.output.shipper.ssl.key";
 
-std::vector<PemFile> PemFiles(const ForwardSettings::Ssl& ssl) {
-  return {
-      {"shipper.output.shipper.ssl.certificate_authorities", ssl.certificate_authorities,
-       "CERTIFICATE"},
-      {"shipper.output.shipper.ssl.certificate", ssl.certificate, "CERTIFICATE"},
-      {"shipper.output.shipper.ssl.key", ssl.key, "PRIVATE KEY"},
-  };
-}
-
-// Plaintext, or TLS (mTLS with a client certificate) as `ssl` asks; reads the PEM files.
+// Plaintext, or TLS (mTLS with a client certificate) as `ssl` asks; reads the PEM files. Unset
+// files: gRPC's default roots, no client certificate.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
     const ForwardSettings::Ssl& ssl) {
   if (!ssl.enabled) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions options;
-  std::string* pems[] = {&options.pem_root_certs, &options.pem_cert_chain,
-                         &options.pem_private_key};
-  const std::vector<PemFile> files = PemFiles(ssl);
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (files[i].path.empty()) continue;  // gRPC's default roots; no client certificate
-    absl::StatusOr<std::string> pem = ReadPem(files[i].key, files[i].path, files[i].what);
-    if (!pem.ok()) return pem.status();
-    *pems[i] = *std::move(pem);
+  absl::StatusOr<std::string> cas = ReadPems(kCas, ssl.certificate_authorities, "CERTIFICATE");
+  if (!cas.ok()) return cas.status();
+  options.pem_root_certs = *std::move(cas);
+  if (!ssl.certificate.empty()) {
+    absl::StatusOr<std::string> certificate = ReadPem(kCertificate, ssl.certificate, "CERTIFICATE");
+    if (!certificate.ok()) return certificate.status();
+    absl::StatusOr<std::string> key = ReadPem(kKey, ssl.key, "PRIVATE KEY");
+    if (!key.ok()) return key.status();
+    options.pem_cert_chain = *std::move(certificate);
+    options.pem_private_key = *std::move(key);
   }
   return grpc::SslCredentials(options);
 }
@@ -247,9 +238,11 @@ void ForwardSettings::Validate(Problems* problems) const {
 }
 
 void ForwardSettings::Preflight(Problems* problems) const {
-  for (const PemFile& file : PemFiles(ssl)) {
-    if (!file.path.empty()) CheckPem(problems, file.key, file.path, file.what);
+  for (const std::string& path : ssl.certificate_authorities) {
+    CheckPem(problems, kCas, path, "CERTIFICATE");
   }
+  if (!ssl.certificate.empty()) CheckPem(problems, kCertificate, ssl.certificate, "CERTIFICATE");
+  if (!ssl.key.empty()) CheckPem(problems, kKey, ssl.key, "PRIVATE KEY");
 }
 
 std::string ForwardSettings::Destination() const { return absl::StrCat("shipper at ", server); }
@@ -270,14 +263,13 @@ OutputType ForwardOutputType() {
                       &ForwardSettings::timeout),
           K::Bool("shipper.output.shipper.ssl.enabled", "TLS to the next Shipper",
                   ssl(&Ssl::enabled)),
-          K::String("shipper.output.shipper.ssl.certificate_authorities",
-                    "PEM bundle of the CAs the next Shipper's certificate must chain to (unset: "
-                    "gRPC's default roots)",
-                    ssl(&Ssl::certificate_authorities)),
-          K::String("shipper.output.shipper.ssl.certificate",
-                    "PEM client certificate for mTLS (with ssl.key)", ssl(&Ssl::certificate)),
-          K::String("shipper.output.shipper.ssl.key", "PEM private key of ssl.certificate",
-                    ssl(&Ssl::key)),
+          K::StringList(kCas,
+                        "PEM files (a list, or one) of the CAs the next Shipper's certificate "
+                        "must chain to (unset: gRPC's default roots)",
+                        ssl(&Ssl::certificate_authorities)),
+          K::String(kCertificate, "PEM client certificate for mTLS (with ssl.key)",
+                    ssl(&Ssl::certificate)),
+          K::String(kKey, "PEM private key of ssl.certificate", ssl(&Ssl::key)),
       });
 }
 

@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -30,7 +31,7 @@ struct ForwardSettings final : OutputSettings {
   // neither, are this client's own for mTLS. Paths of PEM files.
   struct Ssl {
     bool enabled = false;
-    std::string certificate_authorities;
+    std::vector<std::string> certificate_authorities;  // PEM files: a list, or one
     std::string certificate;
     std::string key;
   } ssl;

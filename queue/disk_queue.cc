@@ -1,0 +1,1245 @@
+// The disk queue (see disk_queue.h): producers fill a write buffer, one writer thread writes and
+// syncs it, consumers read synced frames back from the segments.
+//
+// Indexes, as in the memory queue, only grow:
+//
+//   done_ <= read_ <= synced_ <= published_
+//
+//   (.., done_]            done: recorded in the state file later, deleted with their segment
+//   (done_, read_]         handed to consumers (some batches may be done out of order)
+//   (read_, synced_]       durable, waiting for a consumer
+//   (synced_, published_]  in the write buffer, or being written
+//
+// An event's sequence number, in its frame, is its index plus seq_base_, which recovery sets so
+// that sequence numbers keep ascending across restarts while indexes start at 1. A frame lost to
+// damage leaves a gap in the sequence numbers; the reader marks the indexes of the gap done itself,
+// so consumers only see consecutive indexes of real events.
+//
+// Mutexes: publish_mu_ (producers, the writer's hand-over and the waits on what the writer
+// changes), get_mu_ (consumers: the read cursor, done ranges) and segments_mu_ (the list of segment
+// files, shared by the writer and the reader). Lock order: get_mu_, then publish_mu_ or
+// segments_mu_; publish_mu_ and segments_mu_ are never held together. The writer thread does all
+// writing, syncing and deleting with no mutex held.
+#include "queue/disk_queue.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/internal/raw_logging.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/numeric/bits.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "queue/common.h"
+#include "queue/disk_format.h"
+#include "queue/mutex.h"
+#include "queue/producer_state.h"
+#include "queue/wait.h"
+
+namespace shipper::queue {
+namespace {
+
+using internal::Frame;
+using internal::kFrameHeaderBytes;
+using internal::ProducerState;
+
+constexpr uint64_t kMinSegmentSize = 4 << 10;
+constexpr uint64_t kDefaultMinSegmentSize = 1 << 20;
+// How often the delivered sequence number is recorded while events are done: what a crash may
+// deliver again, against one more fdatasync per interval.
+constexpr absl::Duration kStateInterval = absl::Milliseconds(200);
+// Backoff of the writer after an I/O error.
+constexpr absl::Duration kRetryMin = absl::Milliseconds(10);
+constexpr absl::Duration kRetryMax = absl::Seconds(1);
+// Reads: recovery scans segments this much at a time; consumers read at least this much.
+constexpr size_t kScanChunk = 4 << 20;
+constexpr size_t kMinRead = 64 << 10;
+constexpr size_t kMaxRead = 16 << 20;
+constexpr char kStateFile[] = "state";
+constexpr char kSegmentSuffix[] = ".seg";
+
+uint64_t SegmentSize(const DiskOptions& options) {
+  if (options.segment_size != 0) return options.segment_size;
+  return std::min(std::max(options.max_size / 10, kDefaultMinSegmentSize), options.max_size / 2);
+}
+
+// Segments are named by the sequence number their writer started them with, zero-padded so that
+// names sort as numbers.
+std::string SegmentName(uint64_t id) { return absl::StrFormat("%020d%s", id, kSegmentSuffix); }
+
+std::optional<uint64_t> SegmentId(absl::string_view name) {
+  uint64_t id;
+  if (name.size() != 20 + strlen(kSegmentSuffix) || !absl::ConsumeSuffix(&name, kSegmentSuffix) ||
+      !absl::SimpleAtoi(name, &id)) {
+    return std::nullopt;
+  }
+  return id;
+}
+
+absl::Status ErrnoStatus(absl::string_view what, const std::string& file) {
+  const int err = errno;
+  return absl::Status(
+      err == ENOSPC ? absl::StatusCode::kResourceExhausted : absl::StatusCode::kUnavailable,
+      absl::StrCat(what, " ", file, ": ", strerror(err)));
+}
+
+absl::Status PwriteAll(int fd, const char* data, size_t size, uint64_t offset,
+                       const std::string& file) {
+  while (size > 0) {
+    const ssize_t n = pwrite(fd, data, size, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus("write", file);
+    data += n;
+    size -= n;
+    offset += n;
+  }
+  return absl::OkStatus();
+}
+
+// Reads exactly `size` bytes unless the file ends first; returns how many it read.
+absl::StatusOr<size_t> PreadAll(int fd, char* data, size_t size, uint64_t offset,
+                                const std::string& file) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = pread(fd, data + done, size - done, offset + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus("read", file);
+    if (n == 0) break;
+    done += n;
+  }
+  return done;
+}
+
+absl::Status WriteState(int fd, uint64_t delivered_seq, const std::string& file) {
+  char state[internal::kStateBytes];
+  internal::EncodeState(state, delivered_seq);
+  absl::Status status = PwriteAll(fd, state, sizeof(state), 0, file);
+  if (status.ok() && fdatasync(fd) != 0) status = ErrnoStatus("sync", file);
+  return status;
+}
+
+// A producer's run of consecutive events in the write buffer: acknowledged together.
+struct Run {
+  ProducerState* producer;
+  uint64_t count;
+};
+
+// When an event was published, kept for the first index of each second only: enough for the oldest
+// event's age, whatever the backlog.
+struct Mark {
+  uint64_t index;
+  uint32_t time;
+};
+
+// Encoded frames bound for one segment.
+struct Chunk {
+  uint64_t segment_id;
+  uint64_t first_index;
+  uint64_t last_index;
+  std::string frames;
+  // Set by the writer when it first writes the chunk; retries write it to the same place.
+  bool placed = false;
+  uint64_t offset = 0;
+};
+
+// A segment file with undone events, as the writer and reader see it.
+struct Segment {
+  uint64_t id;
+  uint64_t last_index;    // of its last event
+  uint64_t bytes;         // written and synced: what the reader may read
+  uint64_t read_from;     // where its undelivered frames start
+  uint64_t damage_known;  // recovery reported damage before this offset already
+};
+
+// The disk queue's ring slot: its Event first, as Batch::event() reads it.
+struct Slot {
+  Event event;
+  void* unused;
+};
+static_assert(sizeof(Slot) == 32 && offsetof(Slot, event) == 0, "Batch reads slots like this");
+
+// What a consumer's batch points to: the bytes read for it and its slots. It owns itself: one
+// reference per event and one for the batch, dropped when the batch is done.
+class ReadBatch final : public EventOwner {
+ public:
+  explicit ReadBatch(size_t max_events)
+      : mask_(absl::bit_ceil(max_events) - 1), slots_(new Slot[mask_ + 1]) {}
+
+  char* NewBuffer(size_t size) {
+    buffers_.emplace_back(new char[size]);
+    return buffers_.back().get();
+  }
+  // REQUIRES: the batch is not handed out yet.
+  void Add(uint64_t index, absl::string_view bytes) {
+    refs_.fetch_add(1, std::memory_order_relaxed);
+    slots_[index & mask_].event = Event(bytes.data(), static_cast<uint32_t>(bytes.size()), this);
+  }
+  const Slot* slots() const { return slots_.get(); }
+  uint64_t mask() const { return mask_; }
+  // The batch's events are those added, [first, first + size).
+  void SetRange(uint64_t first, size_t size) {
+    first_ = first;
+    size_ = size;
+  }
+  // Destroys the batch's events and drops its own reference.
+  void Finish() {
+    for (size_t i = 0; i < size_; ++i) Event done = std::move(slots_[(first_ + i) & mask_].event);
+    Release();
+  }
+  void Release() override {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+ private:
+  ~ReadBatch() = default;
+
+  const uint64_t mask_;
+  const std::unique_ptr<Slot[]> slots_;
+  std::vector<std::unique_ptr<char[]>> buffers_;
+  uint64_t first_ = 0;
+  size_t size_ = 0;
+  std::atomic<uint32_t> refs_{1};
+};
+
+// What recovery found.
+struct Recovered {
+  uint64_t seq_base = 0;  // index + seq_base = sequence number
+  uint64_t last_index = 0;
+  std::deque<Segment> segments;
+  std::deque<Mark> marks;
+  uint64_t bytes = 0;
+  uint64_t damaged = 0;
+};
+
+class DiskQueueImpl final : public DiskQueue {
+ public:
+  DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_fd, Recovered recovered);
+  ~DiskQueueImpl() override;
+
+  std::unique_ptr<Producer> NewProducer(AckCallback on_ack) override;
+  Batch Get(size_t max_events, absl::Time deadline) override;
+  uint64_t persisted_index() const override { return synced_.load(std::memory_order_acquire); }
+  uint64_t published_index() const override { return published_.load(std::memory_order_acquire); }
+  uint64_t WaitPersisted(uint64_t index, absl::Time deadline) override;
+  void Close() override;
+  uint64_t Drain(absl::Time deadline) override;
+  Stats stats() const override;
+  DiskStats disk_stats() const override;
+  std::string DebugString() const override;
+
+  // For ProducerHandle.
+  PublishResult Publish(ProducerState* producer, absl::Span<Event> events, absl::Time deadline);
+  uint64_t Cancel(ProducerState* producer);
+
+ protected:
+  void Done(uint64_t first_index, size_t size) override;
+
+ private:
+  // The events taken from the write buffer for one write and sync, kept until they succeed.
+  struct Round {
+    std::vector<Chunk> chunks;
+    std::vector<Run> runs;
+    uint64_t last_index = 0;
+    bool empty() const { return chunks.empty(); }
+  };
+
+  std::string FilePath(const std::string& name) const { return options_.path + "/" + name; }
+
+  // Producer side.
+  size_t Accept(ProducerState* producer, absl::Span<Event> events, internal::Wakeups* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
+  bool ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const;
+  absl::Time FlushTime() const {
+    return flush_.FlushTime(first_unread_ns_.load(std::memory_order_relaxed));
+  }
+
+  // Consumer side. Reads the frames of up to `max_events` events from read_ + 1 into a batch,
+  // marking the indexes of lost frames done on the way. Returns null when it read none.
+  ReadBatch* ReadEvents(size_t max_events, uint64_t synced, uint64_t* first_index, size_t* size,
+                        internal::Wakeups* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
+  // The first segment with an id >= `min_id`.
+  std::optional<Segment> FindSegment(uint64_t min_id) const;
+  void MarkDone(uint64_t first_index, uint64_t last_index, internal::Wakeups* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
+  void ReportDamage(const std::string& file, uint64_t offset, uint64_t end);
+
+  // Writer thread.
+  void WriterLoop();
+  void TakePending(Round* round, internal::Wakeups* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
+  absl::Status WriteRound(Round* round);
+  void FinishRound(Round* round);
+  void DropRound(Round* round);
+  void RecordDelivered(bool stopping);
+  int SegmentFd(uint64_t id, absl::Status* status);
+  void SetError(const absl::Status& status);
+  // Whether the writer has something to do about done events: a segment to delete, or a state to
+  // record at `*when`.
+  bool DeliveredWork(absl::Time now, absl::Time* when) const;
+
+  // Constant after construction.
+  const DiskOptions options_;
+  const internal::WaitOptions wait_options_;
+  const internal::WaitOptions writer_wait_{};  // blocking: a background thread need not spin
+  const bool buffered_;
+  const internal::FlushPolicy flush_;
+  const uint64_t segment_size_;
+  const uint64_t seq_base_;
+  const int dir_fd_;
+  const int state_fd_;
+
+  // Producer side, and the waits on what the writer changes. The atomics are written under
+  // publish_mu_ and read anywhere.
+  alignas(64) mutable internal::Mutex publish_mu_;
+  std::atomic<uint64_t> published_;
+  std::atomic<uint64_t> synced_;
+  std::atomic<uint64_t> disk_bytes_;     // in segment files, or taken by the writer for them
+  std::atomic<uint64_t> room_epoch_{0};  // bumped whenever room may have appeared
+  std::atomic<int64_t> first_unread_ns_{0};
+  std::atomic<int> blocked_producers_{0};
+  std::atomic<bool> closed_{false};
+  bool stop_ ABSL_GUARDED_BY(publish_mu_) = false;
+  std::vector<Chunk> pending_ ABSL_GUARDED_BY(publish_mu_);
+  std::vector<Run> pending_runs_ ABSL_GUARDED_BY(publish_mu_);
+  uint64_t pending_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
+  uint64_t tail_segment_ ABSL_GUARDED_BY(publish_mu_) = 0;  // 0: start one with the next event
+  uint64_t tail_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
+  std::deque<Mark> marks_ ABSL_GUARDED_BY(publish_mu_);
+  // Written chunks' buffers, emptied, for the next ones: a fresh buffer per write would cost a
+  // page fault per 4 KiB filled.
+  std::vector<std::string> spare_ ABSL_GUARDED_BY(publish_mu_);
+  internal::WaitChannel consumers_{&publish_mu_, &synced_};      // Get: events to take
+  internal::WaitChannel producers_{&publish_mu_, &room_epoch_};  // Publish: room, cancel, close
+  internal::WaitChannel persisted_{&publish_mu_, &synced_};      // WaitPersisted
+  internal::WaitChannel writer_{&publish_mu_, &published_};      // the writer: work
+
+  // Consumer side. The atomics are written under get_mu_ and read anywhere.
+  alignas(64) mutable internal::Mutex get_mu_;
+  std::atomic<uint64_t> read_;
+  std::atomic<uint64_t> done_;
+  internal::DoneRanges done_early_ ABSL_GUARDED_BY(get_mu_);
+  absl::flat_hash_map<uint64_t, ReadBatch*> batches_ ABSL_GUARDED_BY(get_mu_);  // by first index
+  uint64_t cursor_segment_ ABSL_GUARDED_BY(get_mu_) = 0;
+  uint64_t cursor_offset_ ABSL_GUARDED_BY(get_mu_) = 0;
+  int cursor_fd_ ABSL_GUARDED_BY(get_mu_) = -1;
+  uint64_t read_damage_end_ ABSL_GUARDED_BY(get_mu_) = 0;
+  size_t frame_bytes_estimate_ ABSL_GUARDED_BY(get_mu_) = 1024;
+  internal::WaitChannel drained_{&get_mu_, &done_};  // Drain
+
+  // The segment files; the writer appends and deletes, the reader looks up.
+  mutable internal::Mutex segments_mu_;
+  std::deque<Segment> segments_ ABSL_GUARDED_BY(segments_mu_);
+  // The last index of the oldest segment if the writer may delete it once done, else ~0.
+  std::atomic<uint64_t> deletable_until_{~uint64_t{0}};
+
+  // Writer thread only.
+  uint64_t active_segment_ = 0;  // the segment it appends to; 0 before the first
+  uint64_t active_bytes_ = 0;
+  std::vector<std::pair<uint64_t, int>> writer_fds_;  // by segment id
+  bool dir_dirty_ = false;   // created a file whose directory entry is not synced yet
+  uint64_t state_done_ = 0;  // the done index the state file holds
+  absl::Time state_time_ = absl::InfinitePast();
+  absl::Duration backoff_ = kRetryMin;
+
+  // Statistics, read anywhere.
+  std::atomic<uint64_t> syncs_{0};
+  std::atomic<int64_t> sync_ns_{0};
+  std::atomic<uint64_t> damaged_frames_;
+  mutable internal::Mutex error_mu_;
+  absl::Status last_error_ ABSL_GUARDED_BY(error_mu_);
+
+  std::thread writer_thread_;  // last: starts once everything above is built
+};
+
+DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_fd,
+                             Recovered recovered)
+    : options_(options),
+      wait_options_{options.wait_strategy, options.sleep_min, options.sleep_max},
+      buffered_(options.flush_min_events > 1),
+      flush_{buffered_, options.flush_min_events, options.flush_timeout},
+      segment_size_(SegmentSize(options)),
+      seq_base_(recovered.seq_base),
+      dir_fd_(dir_fd),
+      state_fd_(state_fd),
+      published_(recovered.last_index),
+      synced_(recovered.last_index),
+      disk_bytes_(recovered.bytes),
+      marks_(std::move(recovered.marks)),
+      read_(0),
+      done_(0),
+      segments_(std::move(recovered.segments)),
+      damaged_frames_(recovered.damaged) {
+  if (!segments_.empty()) {
+    cursor_segment_ = segments_.front().id;
+    cursor_offset_ = segments_.front().read_from;
+    deletable_until_.store(segments_.front().last_index);
+  }
+  writer_thread_ = std::thread([this] { WriterLoop(); });
+}
+
+DiskQueueImpl::~DiskQueueImpl() {
+  {
+    internal::Wakeups wake;
+    internal::MutexLock lock(&publish_mu_);
+    stop_ = true;
+    closed_.store(true, std::memory_order_release);
+    writer_.NotifyAll(&wake);
+  }
+  writer_thread_.join();
+  for (auto& [first, batch] : batches_) batch->Finish();
+  for (auto& [id, fd] : writer_fds_) close(fd);
+  if (cursor_fd_ >= 0) close(cursor_fd_);
+  close(state_fd_);
+  close(dir_fd_);
+}
+
+std::unique_ptr<Producer> DiskQueueImpl::NewProducer(AckCallback on_ack) {
+  return std::make_unique<internal::ProducerHandle<DiskQueueImpl>>(this, std::move(on_ack));
+}
+
+size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
+                             internal::Wakeups* wake) {
+  const uint64_t published = published_.load(std::memory_order_relaxed);
+  // An event too large for the limits goes alone into an empty queue, else it never would.
+  const bool empty = pending_bytes_ == 0 && done_.load(std::memory_order_acquire) == published;
+  const uint64_t disk_bytes = disk_bytes_.load(std::memory_order_relaxed);
+  const uint32_t now = static_cast<uint32_t>(absl::ToUnixSeconds(absl::Now()));
+  size_t n = 0;
+  for (; n < events.size(); ++n) {
+    const uint64_t frame = kFrameHeaderBytes + events[n].bytes();
+    if (!(empty && n == 0) && (pending_bytes_ + frame > options_.buffer_size ||
+                               disk_bytes + pending_bytes_ + frame > options_.max_size)) {
+      break;
+    }
+    const uint64_t index = published + 1 + n;
+    if (tail_segment_ == 0 || (tail_bytes_ > 0 && tail_bytes_ + frame > segment_size_)) {
+      tail_segment_ = index + seq_base_;
+      tail_bytes_ = 0;
+    }
+    if (pending_.empty() || pending_.back().segment_id != tail_segment_) {
+      pending_.push_back({tail_segment_, index, index, {}});
+      if (!spare_.empty()) {
+        pending_.back().frames.swap(spare_.back());
+        spare_.pop_back();
+      }
+    }
+    Chunk& chunk = pending_.back();
+    const size_t at = chunk.frames.size();
+    chunk.frames.resize(at + frame);
+    internal::EncodeFrameHeader(chunk.frames.data() + at, events[n].bytes(), now,
+                                index + seq_base_);
+    if (events[n].bytes() > 0) {
+      std::memcpy(chunk.frames.data() + at + kFrameHeaderBytes, events[n].data(),
+                  events[n].bytes());
+    }
+    chunk.last_index = index;
+    tail_bytes_ += frame;
+    pending_bytes_ += frame;
+    Event copied = std::move(events[n]);
+  }
+  if (n == 0) return 0;
+  producer->published += n;
+  if (!pending_runs_.empty() && pending_runs_.back().producer == producer) {
+    pending_runs_.back().count += n;
+  } else {
+    pending_runs_.push_back({producer, n});
+  }
+  if (marks_.empty() || marks_.back().time < now) marks_.push_back({published + 1, now});
+  // Approximate on purpose: if a consumer races us, the timer starts early, never late.
+  if (buffered_ && read_.load(std::memory_order_relaxed) >= published) {
+    first_unread_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
+  }
+  published_.store(published + n, std::memory_order_release);
+  writer_.NotifyOne(wake);
+  return n;
+}
+
+PublishResult DiskQueueImpl::Publish(ProducerState* producer, absl::Span<Event> events,
+                                     absl::Time deadline) {
+  uint64_t room;  // room_epoch_ as Accept last saw it
+  return internal::PublishLoop(
+      {&publish_mu_, &published_, &closed_, &blocked_producers_, &consumers_, &producers_,
+       &wait_options_},
+      producer, events, deadline,
+      // (Under publish_mu_, which the analysis cannot follow into PublishLoop.)
+      [&](absl::Span<Event> rest, internal::Wakeups* wake) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        room = room_epoch_.load(std::memory_order_relaxed);
+        return Accept(producer, rest, wake);
+      },
+      [&] { return room_epoch_.load(std::memory_order_relaxed) != room; });
+}
+
+uint64_t DiskQueueImpl::Cancel(ProducerState* producer) {
+  internal::Wakeups wake;
+  internal::MutexLock lock(&publish_mu_);
+  producer->cancelled.store(true, std::memory_order_relaxed);
+  room_epoch_.fetch_add(1, std::memory_order_relaxed);
+  producers_.NotifyAll(&wake);
+  return producer->published;
+}
+
+bool DiskQueueImpl::ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const {
+  return flush_.Ready(unread, max_events, closed,
+                      blocked_producers_.load(std::memory_order_relaxed) > 0,
+                      first_unread_ns_.load(std::memory_order_relaxed));
+}
+
+Batch DiskQueueImpl::Get(size_t max_events, absl::Time deadline) {
+  if (max_events == 0) return Batch();
+  internal::Wakeups wake;
+  internal::MutexLock lock(&get_mu_);
+  internal::Waiter waiter(&consumers_, wait_options_);
+  for (;;) {
+    const uint64_t read = read_.load(std::memory_order_relaxed);
+    // closed_ first: once it is set, no event is published any more.
+    const bool closed = closed_.load(std::memory_order_acquire);
+    const uint64_t published = published_.load(std::memory_order_acquire);
+    const uint64_t synced = synced_.load(std::memory_order_acquire);
+    const uint64_t unread = synced - read;
+    if (ReadyToFlush(unread, max_events, closed)) {
+      uint64_t first = 0;
+      size_t size = 0;
+      ReadBatch* batch = ReadEvents(max_events, synced, &first, &size, &wake);
+      if (batch != nullptr) batch->SetRange(first, size);
+      if (read_.load(std::memory_order_relaxed) < synced) {
+        internal::MutexLock producer_side(&publish_mu_);
+        consumers_.NotifyOne(&wake);
+      }
+      if (batch != nullptr) {
+        batches_[first] = batch;
+        return MakeBatch(this, batch->slots(), batch->mask(), first, size);
+      }
+      if (read_.load(std::memory_order_relaxed) == read) {
+        // A read error, logged: try again a little later rather than spin.
+        get_mu_.Unlock();
+        absl::SleepFor(std::min(kRetryMin * 10, deadline - absl::Now()));
+        get_mu_.Lock();
+      }
+      if (absl::Now() >= deadline) return Batch();
+      continue;  // only lost frames were read: look again
+    }
+    if (closed && read == published) return Batch();
+    if (absl::Now() >= deadline) return Batch();
+    const absl::Time until = unread > 0 ? std::min(deadline, FlushTime()) : deadline;
+    const int blocked = blocked_producers_.load(std::memory_order_relaxed);
+    waiter.Wait(&get_mu_, until, [&] {  // under publish_mu_
+      return synced_.load(std::memory_order_relaxed) != synced ||
+             closed_.load(std::memory_order_relaxed) != closed ||
+             blocked_producers_.load(std::memory_order_relaxed) != blocked;
+    });
+  }
+}
+
+std::optional<Segment> DiskQueueImpl::FindSegment(uint64_t min_id) const {
+  internal::MutexLock lock(&segments_mu_);
+  for (const Segment& s : segments_) {
+    if (s.id >= min_id) return s;
+  }
+  return std::nullopt;
+}
+
+ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_t* first_index,
+                                     size_t* size, internal::Wakeups* wake) {
+  uint64_t next = read_.load(std::memory_order_relaxed) + 1;  // the index to read
+  const size_t want = std::min<uint64_t>(max_events, synced - next + 1);
+  ReadBatch* batch = nullptr;
+  size_t count = 0;
+  uint64_t scanned_bytes = 0;
+  size_t read_bytes = std::max(kMinRead, std::min(kMaxRead, want * frame_bytes_estimate_));
+  while (count < want && next <= synced) {
+    std::optional<Segment> segment = FindSegment(cursor_segment_);
+    if (!segment) break;  // cannot happen: synced events are in listed segments
+    const std::string file = FilePath(SegmentName(segment->id));
+    if (segment->id != cursor_segment_ || cursor_fd_ < 0) {
+      if (segment->id != cursor_segment_) cursor_offset_ = segment->read_from;
+      cursor_segment_ = segment->id;
+      if (cursor_fd_ >= 0) close(cursor_fd_);
+      cursor_fd_ = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+      if (cursor_fd_ < 0) {
+        ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("open", file).ToString().c_str());
+        break;
+      }
+    }
+    if (cursor_offset_ >= segment->bytes) {
+      if (FindSegment(segment->id + 1)) {
+        cursor_segment_ = segment->id + 1;
+        continue;
+      }
+      // The synced frames that should follow are unreadable: damaged since they were written.
+      if (count > 0) break;
+      ReportDamage(file, cursor_offset_, cursor_offset_);
+      MarkDone(next, synced, wake);
+      next = synced + 1;
+      break;
+    }
+    const uint64_t file_left = segment->bytes - cursor_offset_;
+    const size_t chunk = std::min<uint64_t>(read_bytes, file_left);
+    if (batch == nullptr) batch = new ReadBatch(want);
+    char* buffer = batch->NewBuffer(chunk);
+    absl::StatusOr<size_t> got = PreadAll(cursor_fd_, buffer, chunk, cursor_offset_, file);
+    if (!got.ok() || *got < chunk) {
+      ABSL_RAW_LOG(ERROR, "disk queue: %s",
+                   (got.ok() ? absl::DataLossError("short read of " + file) : got.status())
+                       .ToString()
+                       .c_str());
+      break;
+    }
+    bool gap = false;
+    const uint64_t base = cursor_offset_;
+    const size_t scanned = internal::ScanFrames(
+        absl::string_view(buffer, chunk), file_left,
+        [&](size_t, const Frame& frame) {
+          const uint64_t index = frame.seq - seq_base_;
+          if (frame.seq <= seq_base_ || index < next) return true;  // delivered before
+          if (count == want) return false;
+          if (index > next) {
+            // Frames lost to damage: a batch holds consecutive indexes, so it ends before them.
+            if (count > 0) {
+              gap = true;
+              return false;
+            }
+            MarkDone(next, index - 1, wake);
+            next = index;
+          }
+          if (count == 0) *first_index = next;
+          batch->Add(next++, frame.payload);
+          ++count;
+          return true;
+        },
+        [&](size_t offset, size_t end) {
+          if (base + offset >= segment->damage_known && base + offset != read_damage_end_) {
+            ReportDamage(file, base + offset, base + end);
+          }
+          read_damage_end_ = base + end;
+        });
+    cursor_offset_ += scanned;
+    scanned_bytes += scanned;
+    // A frame larger than the chunk: read it whole next time.
+    read_bytes = scanned == 0 ? chunk * 2 : read_bytes;
+    if (gap) break;
+  }
+  read_.store(next - 1, std::memory_order_release);
+  if (count == 0) {
+    if (batch != nullptr) batch->Finish();
+    return nullptr;
+  }
+  frame_bytes_estimate_ = std::max<uint64_t>(kFrameHeaderBytes, scanned_bytes / count);
+  *size = count;
+  return batch;
+}
+
+void DiskQueueImpl::ReportDamage(const std::string& file, uint64_t offset, uint64_t end) {
+  damaged_frames_.fetch_add(1, std::memory_order_relaxed);
+  ABSL_RAW_LOG(ERROR, "disk queue: %s: damaged frame at offset %llu, %llu bytes stepped over",
+               file.c_str(), static_cast<unsigned long long>(offset),
+               static_cast<unsigned long long>(end - offset));
+}
+
+void DiskQueueImpl::Done(uint64_t first_index, size_t size) {
+  ReadBatch* batch;
+  {
+    internal::Wakeups wake;
+    internal::MutexLock lock(&get_mu_);
+    auto it = batches_.find(first_index);
+    batch = it->second;
+    batches_.erase(it);
+    MarkDone(first_index, first_index + size - 1, &wake);
+  }
+  batch->Finish();
+}
+
+void DiskQueueImpl::MarkDone(uint64_t first_index, uint64_t last_index, internal::Wakeups* wake) {
+  const uint64_t before = done_.load(std::memory_order_relaxed);
+  const uint64_t done = done_early_.Add(first_index, last_index, before);
+  if (done == before) return;  // done out of order
+  done_.store(done, std::memory_order_release);
+  drained_.NotifyAll(wake);
+  // The writer deletes segments and records the state.
+  internal::MutexLock producer_side(&publish_mu_);
+  writer_.NotifyOne(wake);
+}
+
+uint64_t DiskQueueImpl::WaitPersisted(uint64_t index, absl::Time deadline) {
+  internal::MutexLock lock(&publish_mu_);
+  internal::Waiter waiter(&persisted_, wait_options_);
+  for (;;) {
+    const bool closed = closed_.load(std::memory_order_acquire);
+    const uint64_t synced = synced_.load(std::memory_order_relaxed);
+    if (synced > index || (closed && synced == published_.load()) || absl::Now() >= deadline) {
+      return synced;
+    }
+    waiter.Wait(&publish_mu_, deadline, [&] {
+      return synced_.load(std::memory_order_relaxed) != synced ||
+             closed_.load(std::memory_order_relaxed) != closed;
+    });
+  }
+}
+
+void DiskQueueImpl::Close() {
+  internal::Wakeups wake;
+  {
+    internal::MutexLock lock(&publish_mu_);
+    closed_.store(true, std::memory_order_release);
+    consumers_.NotifyAll(&wake);
+    producers_.NotifyAll(&wake);
+    persisted_.NotifyAll(&wake);
+  }
+  internal::Wakeups more;
+  internal::MutexLock lock(&get_mu_);
+  drained_.NotifyAll(&more);
+}
+
+uint64_t DiskQueueImpl::Drain(absl::Time deadline) {
+  internal::MutexLock lock(&get_mu_);
+  internal::Waiter waiter(&drained_, wait_options_);
+  for (;;) {
+    const uint64_t published = published_.load(std::memory_order_acquire);
+    const uint64_t done = done_.load(std::memory_order_relaxed);
+    if (done == published || absl::Now() >= deadline) return published - done;
+    waiter.Wait(&get_mu_, deadline,
+                [&] { return published_.load(std::memory_order_relaxed) != published; });
+  }
+}
+
+Queue::Stats DiskQueueImpl::stats() const {
+  internal::MutexLock lock(&publish_mu_);
+  return {static_cast<size_t>(published_.load() - done_.load()),
+          static_cast<size_t>(disk_bytes_.load() + pending_bytes_)};
+}
+
+DiskStats DiskQueueImpl::disk_stats() const {
+  DiskStats stats;
+  {
+    internal::MutexLock lock(&segments_mu_);
+    stats.segments = segments_.size();
+  }
+  {
+    internal::MutexLock lock(&publish_mu_);
+    stats.bytes = disk_bytes_.load();
+    const uint64_t oldest = done_.load() + 1;
+    if (oldest <= published_.load()) {
+      // The last mark at or before the oldest undone event: its second, or an earlier one.
+      auto it = std::upper_bound(marks_.begin(), marks_.end(), oldest,
+                                 [](uint64_t index, const Mark& m) { return index < m.index; });
+      if (it != marks_.begin()) {
+        stats.oldest_age = absl::Now() - absl::FromUnixSeconds(std::prev(it)->time);
+      }
+    }
+  }
+  stats.syncs = syncs_.load();
+  stats.sync_time = absl::Nanoseconds(sync_ns_.load());
+  stats.damaged_frames = damaged_frames_.load();
+  internal::MutexLock lock(&error_mu_);
+  stats.last_error = last_error_;
+  return stats;
+}
+
+std::string DiskQueueImpl::DebugString() const {
+  internal::MutexLock lock(&get_mu_);
+  internal::MutexLock producer_side(&publish_mu_);
+  return absl::StrCat("published=", published_.load(), " synced=", synced_.load(),
+                      " read=", read_.load(), " done=", done_.load(), " seq_base=", seq_base_,
+                      " disk_bytes=", disk_bytes_.load(), " pending_bytes=", pending_bytes_,
+                      " done_early=", done_early_.size(), " closed=", closed_.load(),
+                      " blocked_producers=", blocked_producers_.load(), " cursor=", cursor_segment_,
+                      ":", cursor_offset_);
+}
+
+// The writer.
+
+void DiskQueueImpl::WriterLoop() {
+  Round round;  // kept across failed attempts
+  absl::Time retry_at = absl::InfinitePast();
+  for (;;) {
+    bool stop;
+    {
+      internal::Wakeups wake;
+      internal::MutexLock lock(&publish_mu_);
+      internal::Waiter waiter(&writer_, writer_wait_);
+      for (;;) {
+        stop = stop_;
+        const absl::Time now = absl::Now();
+        absl::Time when = absl::InfiniteFuture();
+        const bool delivered = DeliveredWork(now, &when);
+        if (!round.empty()) when = std::min(when, retry_at);
+        if (stop || delivered || (round.empty() ? !pending_.empty() : now >= retry_at)) break;
+        const uint64_t published = published_.load(std::memory_order_relaxed);
+        const uint64_t done = done_.load(std::memory_order_relaxed);
+        waiter.Wait(&publish_mu_, when, [&] {
+          return published_.load(std::memory_order_relaxed) != published ||
+                 done_.load(std::memory_order_relaxed) != done || stop_;
+        });
+      }
+      if (round.empty()) TakePending(&round, &wake);
+    }
+    if (!round.empty()) {
+      const absl::Status status = WriteRound(&round);
+      if (status.ok()) {
+        FinishRound(&round);
+        backoff_ = kRetryMin;
+      } else {
+        SetError(status);
+        retry_at = absl::Now() + backoff_;
+        backoff_ = std::min(backoff_ * 2, kRetryMax);
+        if (stop) DropRound(&round);
+      }
+    }
+    RecordDelivered(stop);
+    if (stop && round.empty()) {
+      internal::MutexLock lock(&publish_mu_);
+      if (pending_.empty()) return;
+    }
+  }
+}
+
+bool DiskQueueImpl::DeliveredWork(absl::Time now, absl::Time* when) const {
+  const uint64_t done = done_.load(std::memory_order_acquire);
+  if (done >= deletable_until_.load(std::memory_order_relaxed)) return true;
+  if (done == state_done_) return false;
+  const absl::Time due = state_time_ + kStateInterval;
+  if (now >= due) return true;
+  *when = std::min(*when, due);
+  return false;
+}
+
+void DiskQueueImpl::TakePending(Round* round, internal::Wakeups* wake) {
+  const uint64_t oldest = done_.load(std::memory_order_acquire) + 1;
+  while (marks_.size() > 1 && marks_[1].index <= oldest) marks_.pop_front();
+  if (pending_.empty()) return;
+  round->chunks.swap(pending_);
+  round->runs.swap(pending_runs_);
+  round->last_index = published_.load(std::memory_order_relaxed);
+  disk_bytes_.fetch_add(pending_bytes_, std::memory_order_relaxed);
+  pending_bytes_ = 0;
+  room_epoch_.fetch_add(1, std::memory_order_relaxed);
+  producers_.NotifyAll(wake);
+}
+
+int DiskQueueImpl::SegmentFd(uint64_t id, absl::Status* status) {
+  for (auto& [fd_id, fd] : writer_fds_) {
+    if (fd_id == id) return fd;
+  }
+  const std::string file = FilePath(SegmentName(id));
+  const int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *status = ErrnoStatus("create", file);
+    return -1;
+  }
+  dir_dirty_ = true;
+  writer_fds_.push_back({id, fd});
+  return fd;
+}
+
+absl::Status DiskQueueImpl::WriteRound(Round* round) {
+  absl::Status status;
+  std::vector<int> written;
+  for (Chunk& chunk : round->chunks) {
+    if (!chunk.placed) {
+      if (chunk.segment_id != active_segment_) {
+        active_segment_ = chunk.segment_id;
+        active_bytes_ = 0;
+      }
+      chunk.offset = active_bytes_;
+      active_bytes_ += chunk.frames.size();
+      internal::SealFrames(chunk.frames.data(), chunk.frames.size());
+      chunk.placed = true;
+    }
+    const int fd = SegmentFd(chunk.segment_id, &status);
+    if (fd < 0) return status;
+    status = PwriteAll(fd, chunk.frames.data(), chunk.frames.size(), chunk.offset,
+                       FilePath(SegmentName(chunk.segment_id)));
+    if (!status.ok()) return status;
+    if (written.empty() || written.back() != fd) written.push_back(fd);
+  }
+  for (int fd : written) {
+    const absl::Time start = absl::Now();
+    const int rc = fdatasync(fd);
+    sync_ns_.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start), std::memory_order_relaxed);
+    syncs_.fetch_add(1, std::memory_order_relaxed);
+    // After a failed fdatasync the kernel may have dropped the pages: the retry rewrites them.
+    if (rc != 0) return ErrnoStatus("sync", FilePath(SegmentName(round->chunks[0].segment_id)));
+  }
+  if (dir_dirty_) {
+    if (fsync(dir_fd_) != 0) return ErrnoStatus("sync", options_.path);
+    dir_dirty_ = false;
+  }
+  // Only the segment still being appended to stays open.
+  for (auto it = writer_fds_.begin(); it != writer_fds_.end();) {
+    if (it->first == active_segment_) {
+      ++it;
+    } else {
+      close(it->second);
+      it = writer_fds_.erase(it);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void DiskQueueImpl::FinishRound(Round* round) {
+  {
+    internal::MutexLock lock(&segments_mu_);
+    for (const Chunk& chunk : round->chunks) {
+      if (segments_.empty() || segments_.back().id != chunk.segment_id) {
+        segments_.push_back({chunk.segment_id, 0, 0, 0, 0});
+      }
+      segments_.back().last_index = chunk.last_index;
+      segments_.back().bytes = chunk.offset + chunk.frames.size();
+    }
+    const Segment& front = segments_.front();
+    deletable_until_.store(front.id == active_segment_ ? ~uint64_t{0} : front.last_index);
+  }
+  {
+    internal::Wakeups wake;
+    internal::MutexLock lock(&publish_mu_);
+    for (Chunk& chunk : round->chunks) {
+      if (spare_.size() == 2) break;
+      chunk.frames.clear();
+      spare_.push_back(std::move(chunk.frames));
+    }
+    const uint64_t synced = synced_.load(std::memory_order_relaxed);
+    const uint64_t read = std::min(read_.load(std::memory_order_acquire), synced);
+    const uint64_t unread_before = synced - read;
+    const uint64_t threshold = options_.flush_min_events;
+    synced_.store(round->last_index, std::memory_order_release);
+    // As the memory queue: wake a consumer only when its answer may change.
+    if (unread_before == 0 ||
+        (unread_before < threshold && unread_before + round->last_index - synced >= threshold)) {
+      consumers_.NotifyOne(&wake);
+    }
+    persisted_.NotifyAll(&wake);
+  }
+  {
+    internal::MutexLock lock(&error_mu_);
+    if (!last_error_.ok()) {
+      ABSL_RAW_LOG(INFO, "disk queue: writing again after: %s", last_error_.ToString().c_str());
+      last_error_ = absl::OkStatus();
+    }
+  }
+  for (const Run& run : round->runs) run.producer->Ack(run.count);
+  *round = Round();
+}
+
+void DiskQueueImpl::DropRound(Round* round) {
+  ABSL_RAW_LOG(ERROR,
+               "disk queue: closing with %llu events not written: they were never "
+               "reported persisted",
+               static_cast<unsigned long long>(round->last_index - synced_.load()));
+  for (const Run& run : round->runs) run.producer->Ack(run.count, false);
+  *round = Round();
+  internal::MutexLock lock(&publish_mu_);
+  for (const Run& run : pending_runs_) run.producer->Ack(run.count, false);
+  pending_runs_.clear();
+  pending_.clear();
+}
+
+void DiskQueueImpl::SetError(const absl::Status& status) {
+  internal::MutexLock lock(&error_mu_);
+  if (last_error_.ok()) {
+    ABSL_RAW_LOG(ERROR,
+                 "disk queue: %s; publishes are refused while the write buffer is "
+                 "full, retrying",
+                 status.ToString().c_str());
+  }
+  last_error_ = status;
+}
+
+void DiskQueueImpl::RecordDelivered(bool stopping) {
+  const uint64_t done = done_.load(std::memory_order_acquire);
+  for (;;) {
+    Segment gone;
+    {
+      internal::MutexLock lock(&segments_mu_);
+      if (segments_.empty()) break;
+      gone = segments_.front();
+      if (gone.id == active_segment_ || gone.last_index > done) {
+        deletable_until_.store(gone.id == active_segment_ ? ~uint64_t{0} : gone.last_index);
+        break;
+      }
+      segments_.pop_front();
+      if (segments_.empty()) deletable_until_.store(~uint64_t{0});
+    }
+    const std::string file = FilePath(SegmentName(gone.id));
+    if (unlink(file.c_str()) != 0 && errno != ENOENT) {
+      ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("delete", file).ToString().c_str());
+    }
+    internal::Wakeups wake;
+    internal::MutexLock lock(&publish_mu_);
+    disk_bytes_.fetch_sub(std::min(gone.bytes, disk_bytes_.load()), std::memory_order_relaxed);
+    room_epoch_.fetch_add(1, std::memory_order_relaxed);
+    producers_.NotifyAll(&wake);
+  }
+  const absl::Time now = absl::Now();
+  if (done == state_done_ || (!stopping && now < state_time_ + kStateInterval)) return;
+  const absl::Status status = WriteState(state_fd_, done + seq_base_, FilePath(kStateFile));
+  state_time_ = now;  // after a failure too: retried an interval later, not in a busy loop
+  if (!status.ok()) {
+    ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
+    return;
+  }
+  state_done_ = done;
+}
+
+// Recovery.
+
+// Scans one segment: calls on_frame for each valid frame, and returns the runs of damaged bytes as
+// [offset, end). Unreadable bytes count as damage up to the file's end.
+std::vector<std::pair<uint64_t, uint64_t>> ScanSegment(
+    int fd, uint64_t size, const std::string& file,
+    absl::FunctionRef<void(uint64_t offset, const Frame& frame)> on_frame) {
+  std::vector<std::pair<uint64_t, uint64_t>> damage;
+  std::string buffer;
+  size_t chunk = kScanChunk;
+  for (uint64_t offset = 0; offset < size;) {
+    buffer.resize(std::min<uint64_t>(chunk, size - offset));
+    absl::StatusOr<size_t> got = PreadAll(fd, buffer.data(), buffer.size(), offset, file);
+    if (!got.ok() || *got < buffer.size()) {
+      ABSL_RAW_LOG(ERROR, "disk queue: %s",
+                   (got.ok() ? absl::DataLossError("short read of " + file) : got.status())
+                       .ToString()
+                       .c_str());
+      damage.push_back({offset, size});
+      break;
+    }
+    const size_t scanned = internal::ScanFrames(
+        buffer, size - offset,
+        [&](size_t at, const Frame& frame) {
+          on_frame(offset + at, frame);
+          return true;
+        },
+        [&](size_t at, size_t end) {
+          if (!damage.empty() && damage.back().second == offset + at) {
+            damage.back().second = offset + end;
+          } else {
+            damage.push_back({offset + at, offset + end});
+          }
+        });
+    chunk = scanned == 0 ? chunk * 2 : kScanChunk;
+    offset += scanned;
+  }
+  return damage;
+}
+
+absl::StatusOr<Recovered> Recover(const DiskOptions& options, int state_fd) {
+  Recovered r;
+  std::optional<uint64_t> delivered;
+  char state[internal::kStateBytes];
+  absl::StatusOr<size_t> got = PreadAll(state_fd, state, sizeof(state), 0, kStateFile);
+  if (got.ok()) delivered = internal::DecodeState(absl::string_view(state, *got));
+
+  std::vector<uint64_t> ids;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(options.path, error)) {
+    if (std::optional<uint64_t> id = SegmentId(entry.path().filename().string())) {
+      ids.push_back(*id);
+    }
+  }
+  if (error) {
+    return absl::UnavailableError(
+        absl::StrCat("shipper.queue.disk.path: cannot list ", options.path, ": ", error.message()));
+  }
+  std::sort(ids.begin(), ids.end());
+  const bool delivered_was_valid = delivered.has_value();
+  if (!delivered) {
+    if (!ids.empty() || !got.ok() || *got > 0) {
+      ABSL_RAW_LOG(WARNING,
+                   "disk queue: %s/state missing or damaged: rebuilt from the "
+                   "segments, whose events are all delivered again",
+                   options.path.c_str());
+    }
+    delivered = 0;
+  }
+  uint64_t last_seq = *delivered;
+  uint64_t first_seq = 0;                            // of the first undelivered event
+  std::vector<std::pair<uint64_t, uint32_t>> marks;  // by sequence number
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string file = options.path + "/" + SegmentName(ids[i]);
+    const int fd = open(file.c_str(), O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+      ABSL_RAW_LOG(ERROR, "disk queue: %s, skipped", ErrnoStatus("open", file).ToString().c_str());
+      if (fd >= 0) close(fd);
+      continue;
+    }
+    Segment segment{ids[i], 0, 0, 0, 0};
+    bool any = false;
+    uint64_t valid_end = 0;
+    auto damage = ScanSegment(fd, st.st_size, file, [&](uint64_t offset, const Frame& frame) {
+      valid_end = offset + kFrameHeaderBytes + frame.payload.size();
+      // Not ascending: delivered already, or a stale copy; either way not again.
+      if (frame.seq <= last_seq) return;
+      if (!any) segment.read_from = offset;
+      if (first_seq == 0) first_seq = frame.seq;
+      any = true;
+      last_seq = frame.seq;
+      segment.bytes = valid_end;
+      if (marks.empty() || marks.back().second < frame.time)
+        marks.push_back({frame.seq, frame.time});
+    });
+    // Bytes after the last frame of the last segment: a frame torn by a crash. Cut them, so the
+    // files hold frames only.
+    bool damage_cut = false;
+    if (i + 1 == ids.size() && !damage.empty() &&
+        damage.back().second == static_cast<uint64_t>(st.st_size)) {
+      damage_cut = true;
+      ABSL_RAW_LOG(WARNING, "disk queue: %s: cut %llu bytes of a torn frame at offset %llu",
+                   file.c_str(), static_cast<unsigned long long>(st.st_size - valid_end),
+                   static_cast<unsigned long long>(valid_end));
+      if (ftruncate(fd, valid_end) != 0) {
+        ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("cut", file).ToString().c_str());
+      }
+      damage.pop_back();
+    }
+    close(fd);
+    const uint64_t file_bytes = damage_cut ? valid_end : st.st_size;
+    for (const auto& [offset, end] : damage) {
+      ++r.damaged;
+      segment.damage_known = end;
+      ABSL_RAW_LOG(ERROR,
+                   "disk queue: %s: damaged frame at offset %llu, %llu bytes "
+                   "stepped over",
+                   file.c_str(), static_cast<unsigned long long>(offset),
+                   static_cast<unsigned long long>(end - offset));
+    }
+    if (!any) {
+      // Delivered, or nothing readable: nothing in it will ever be read.
+      if (unlink(file.c_str()) != 0) {
+        ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("delete", file).ToString().c_str());
+      }
+      continue;
+    }
+    segment.last_index = last_seq;  // a sequence number until seq_base is known
+    r.bytes += file_bytes;
+    r.segments.push_back(segment);
+  }
+  // New events continue the sequence, and their segments' names lie past every existing one.
+  r.seq_base = first_seq != 0 ? first_seq - 1 : std::max(last_seq, ids.empty() ? 0 : ids.back());
+  r.last_index = first_seq != 0 ? last_seq - r.seq_base : 0;
+  for (Segment& s : r.segments) s.last_index -= r.seq_base;
+  for (const auto& [seq, time] : marks) r.marks.push_back({seq - r.seq_base, time});
+  // A valid state from the start, so that a missing one always means a lost one.
+  if (!delivered_was_valid) {
+    const absl::Status status = WriteState(state_fd, r.seq_base, options.path + "/" + kStateFile);
+    if (!status.ok()) ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
+  }
+  if (!r.segments.empty()) {
+    ABSL_RAW_LOG(INFO, "disk queue: %s: recovered %llu events in %zu segments",
+                 options.path.c_str(), static_cast<unsigned long long>(r.last_index),
+                 r.segments.size());
+  }
+  return r;
+}
+
+// The nearest existing ancestor of `path`, or `path` itself.
+std::filesystem::path ExistingAncestor(std::filesystem::path path) {
+  std::error_code error;
+  path = std::filesystem::absolute(path, error);
+  while (!std::filesystem::exists(path, error) && path.has_parent_path() &&
+         path.parent_path() != path) {
+    path = path.parent_path();
+  }
+  return path;
+}
+
+}  // namespace
+
+std::vector<absl::Status> ValidateDiskOptions(const DiskOptions& options) {
+  std::vector<absl::Status> problems;
+  auto problem = [&](absl::string_view key, absl::string_view message) {
+    problems.push_back(
+        absl::InvalidArgumentError(absl::StrCat("shipper.queue.disk.", key, ": ", message)));
+  };
+  if (options.path.empty()) {
+    problem("path", "must not be empty");
+  } else {
+    const std::filesystem::path at = ExistingAncestor(options.path);
+    std::error_code error;
+    if (!std::filesystem::is_directory(at, error)) {
+      problem("path", absl::StrCat(at.string(), " is not a directory"));
+    } else if (access(at.c_str(), W_OK | X_OK) != 0) {
+      problem("path", absl::StrCat(at.string(), " is not writable: ", strerror(errno)));
+    }
+  }
+  if (options.max_size < 2 * kMinSegmentSize) problem("max_size", "must be at least 8192 bytes");
+  const uint64_t segment_size = SegmentSize(options);
+  if (segment_size < kMinSegmentSize || segment_size > options.max_size / 2) {
+    problem("segment_size", absl::StrCat("must be between 4096 and max_size / 2 (",
+                                         options.max_size / 2, "), got ", segment_size));
+  }
+  if (options.buffer_size < kMinSegmentSize || options.buffer_size > options.max_size) {
+    problem("buffer_size", "must be between 4096 and max_size");
+  }
+  if (options.flush_timeout < absl::ZeroDuration()) {
+    problem("flush.timeout", "must not be negative");
+  }
+  if (WaitStrategyName(options.wait_strategy) == "unknown") {
+    problem("wait_strategy", "unknown value");
+  } else if (options.wait_strategy == WaitStrategy::kSleeping &&
+             !(options.sleep_min > absl::ZeroDuration() &&
+               options.sleep_min <= options.sleep_max)) {
+    problem("wait_strategy", "want 0 < sleep_min <= sleep_max for the sleeping wait strategy");
+  }
+  return problems;
+}
+
+absl::StatusOr<std::unique_ptr<DiskQueue>> DiskQueue::Create(const DiskOptions& options) {
+  std::vector<absl::Status> problems = ValidateDiskOptions(options);
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(absl::StrJoin(
+        problems, "; ",
+        [](std::string* out, const absl::Status& s) { absl::StrAppend(out, s.message()); }));
+  }
+  std::error_code error;
+  std::filesystem::create_directories(options.path, error);
+  if (error) {
+    return absl::UnavailableError(absl::StrCat("shipper.queue.disk.path: cannot create ",
+                                               options.path, ": ", error.message()));
+  }
+  const int dir_fd = open(options.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return ErrnoStatus("shipper.queue.disk.path: open", options.path);
+  // Two queues on one directory would delete each other's segments. The lock goes with dir_fd.
+  if (flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+    close(dir_fd);
+    return absl::FailedPreconditionError(absl::StrCat("shipper.queue.disk.path: ", options.path,
+                                                      " is in use by another disk queue"));
+  }
+  const std::string state_file = options.path + "/" + kStateFile;
+  const int state_fd = open(state_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (state_fd < 0) {
+    absl::Status status = ErrnoStatus("shipper.queue.disk.path: open", state_file);
+    close(dir_fd);
+    return status;
+  }
+  absl::StatusOr<Recovered> recovered = Recover(options, state_fd);
+  if (!recovered.ok()) {
+    close(state_fd);
+    close(dir_fd);
+    return recovered.status();
+  }
+  return std::unique_ptr<DiskQueue>(
+      new DiskQueueImpl(options, dir_fd, state_fd, *std::move(recovered)));
+}
+
+}  // namespace shipper::queue

@@ -1,0 +1,102 @@
+// The disk queue: the Queue interface (queue.h) over segment files, so that events survive a
+// restart and an output outage longer than memory could hold.
+//
+// Persisted means durable. Publish copies each event's bytes into a write buffer and returns; the
+// queue's writer thread writes the buffer to the current segment and fdatasyncs it, then calls the
+// ACK callbacks and advances persisted_index() (group commit: everything published during one sync
+// shares the next). Consumers Get only persisted events, read back from the segments; a batch's
+// events point into a buffer of its own, freed once its events are done.
+//
+// Delivered progress. Done() is in any order, as with the memory queue; the highest index up to
+// which every event is done is recorded, as its sequence number, in the state file (`state`,
+// fdatasynced) at most every 200 ms and at shutdown, and a segment is deleted once all its events
+// are done. Delivery is at-least-once: after a crash, events that were done but not yet recorded
+// are delivered again (at most the last 200 ms of deliveries, plus what was done in a segment whose
+// state was not yet written).
+//
+// Restart. Create recovers from the files: it scans every segment, skips what the state file says
+// was delivered, cuts a torn frame at the end of the last segment (a crash mid-write), and steps
+// over a damaged frame anywhere else to the next frame whose checksum holds, which costs that frame
+// only; damage is logged with file and offset and counted (DiskStats). A missing or damaged state
+// file is rebuilt from the segments: their events are all delivered again. Nothing in the files can
+// stop Create or the queue; an unreadable directory is an error Create returns. Recovered events
+// get indexes 1..N of the new process and count as persisted; their producers are gone, so they are
+// acknowledged to nobody.
+//
+// Uuid. The process should take a new uuid on every start, as it does with the memory queue: events
+// accepted but not yet synced when it died are lost from the files, and only a new uuid makes every
+// client rewind to its persisted index and resend them. Keeping the uuid would need every accepted
+// event durable before Publish returns, a sync per request instead of shared ones. Recovered events
+// are delivered whatever the uuid.
+//
+// Full. When the files would pass max_size, or the write buffer is full because the disk is slow or
+// failing (ENOSPC, EIO), publishes accept a prefix as with the memory queue: TryPublish returns
+// RESOURCE_EXHAUSTED, Publish waits. Nothing accepted is dropped: the writer keeps its buffer, logs
+// the error once, exposes it in DiskStats::last_error and retries with backoff until it succeeds;
+// space on disk comes back a whole segment at a time, as outputs finish them.
+//
+// Thread safety: as Queue. The queue runs one thread of its own (the writer), which calls the ACK
+// callbacks. Nothing else may write in `path` while the queue is open; a second queue on the same
+// directory, in this process or another, is refused (an flock on the directory).
+#ifndef SHIPPER_QUEUE_DISK_QUEUE_H_
+#define SHIPPER_QUEUE_DISK_QUEUE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "queue/queue.h"
+
+namespace shipper::queue {
+
+struct DiskOptions {
+  std::string path = "./data/queue";  // shipper.queue.disk.path: a directory, created if missing
+  // shipper.queue.disk.max_size: bytes in segment files at most (frames: 24 bytes + the event).
+  uint64_t max_size = uint64_t{1} << 30;
+  // shipper.queue.disk.segment_size; 0 means max_size / 10, at least 1 MiB. Between 4 KiB and
+  // max_size / 2, so that a full queue always has a segment it can delete once delivered.
+  uint64_t segment_size = 0;
+  // shipper.queue.disk.buffer_size: bytes published and not yet written at most. It bounds the
+  // memory the queue takes while the disk is slow; 4 MiB lets one sync of a few milliseconds carry
+  // well over 1 GB/s of events.
+  uint64_t buffer_size = 4 << 20;
+  // The event loop and wait strategy, as Options (shipper.queue.disk.flush.*, ...wait_strategy).
+  size_t flush_min_events = 1;
+  absl::Duration flush_timeout = absl::Milliseconds(5);
+  WaitStrategy wait_strategy = WaitStrategy::kBlocking;
+  absl::Duration sleep_min = absl::Microseconds(50);
+  absl::Duration sleep_max = absl::Milliseconds(10);
+};
+
+// Every problem in `options` that can be found without creating or writing anything: sizes, the
+// flush and wait settings, and whether the nearest existing ancestor of `path` (or `path`) is a
+// writable directory. Each message starts with the option key. Empty when the options are good.
+std::vector<absl::Status> ValidateDiskOptions(const DiskOptions& options);
+
+struct DiskStats {
+  uint64_t bytes = 0;           // in segment files, written or about to be
+  uint64_t segments = 0;        // segment files
+  absl::Duration oldest_age;    // since the oldest undone event was published; 0 if none
+  uint64_t syncs = 0;           // fdatasyncs of segments
+  absl::Duration sync_time;     // their total duration
+  uint64_t damaged_frames = 0;  // runs of damaged bytes stepped over, at recovery or read
+  absl::Status last_error;      // the writer's last I/O error until a write succeeds; else OK
+};
+
+class DiskQueue : public Queue {
+ public:
+  // Validates `options` (INVALID_ARGUMENT naming every bad key), creates the directory if
+  // needed and recovers what it holds. FAILED_PRECONDITION if another queue has the directory
+  // open; other errors are the file system's (e.g. the directory cannot be listed).
+  static absl::StatusOr<std::unique_ptr<DiskQueue>> Create(const DiskOptions& options);
+
+  virtual DiskStats disk_stats() const = 0;
+};
+
+}  // namespace shipper::queue
+
+#endif  // SHIPPER_QUEUE_DISK_QUEUE_H_

@@ -1,0 +1,383 @@
+#include "queue/disk_queue.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "queue/disk_queue_test_util.h"
+
+namespace shipper::queue {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Bytes;
+using testing::DiskQueueTest;
+using testing::In;
+using testing::Payload;
+using testing::Payloads;
+
+TEST_F(DiskQueueTest, EventsArePersistedBySyncAndReadBack) {
+  auto queue = Open();
+  std::atomic<uint64_t> acked{0};
+  auto producer = queue->NewProducer([&](uint64_t n) { acked += n; });
+  PublishResult r = Publish(producer.get(), 0, 10);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.accepted, 10);
+  EXPECT_EQ(r.last_index, 10);
+  // The bytes are copied: the publisher's memory is free at once.
+  EXPECT_EQ(owner_.released(), 10);
+  EXPECT_EQ(queue->WaitPersisted(9, In(absl::Seconds(10))), 10);
+  // Persisted follows the sync, not the output: nothing is done yet. ACKs follow the index.
+  WaitFor([&] { return acked.load() == 10; });
+  EXPECT_GE(queue->disk_stats().syncs, 1);
+  EXPECT_EQ(queue->stats().events, 10);
+
+  Batch batch = queue->Get(100, In(absl::Seconds(10)));
+  ASSERT_EQ(batch.size(), 10);
+  EXPECT_EQ(batch.first_index(), 1);
+  for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(Bytes(batch.event(i)), Payload(i));
+  batch.Done();
+  EXPECT_EQ(queue->stats().events, 0);
+}
+
+TEST_F(DiskQueueTest, RecoveredEventsArePersistedAndDeliveredAfterRestart) {
+  {
+    auto queue = Open();
+    auto producer = queue->NewProducer(nullptr);
+    ASSERT_TRUE(Publish(producer.get(), 0, 5).status.ok());
+    queue->WaitPersisted(4, In(absl::Seconds(10)));
+  }
+  auto queue = Open();
+  EXPECT_EQ(queue->published_index(), 5);
+  EXPECT_EQ(queue->persisted_index(), 5);
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 5));
+  // New events continue after the recovered ones.
+  auto producer = queue->NewProducer(nullptr);
+  EXPECT_EQ(Publish(producer.get(), 5, 1).last_index, 6);
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(5, 1));
+}
+
+TEST_F(DiskQueueTest, RestartWithSeveralSegmentsResendsNothingDelivered) {
+  // 200-byte events in 4 KiB segments: about 18 events a segment, so 100 events take 6.
+  {
+    auto queue = Open();
+    auto producer = queue->NewProducer(nullptr);
+    ASSERT_TRUE(Publish(producer.get(), 0, 100).status.ok());
+    queue->WaitPersisted(99, In(absl::Seconds(10)));
+    EXPECT_GE(queue->disk_stats().segments, 5);
+    EXPECT_EQ(TakeAll(queue.get(), 60), Payloads(0, 60));
+  }
+  {
+    auto queue = Open();
+    EXPECT_EQ(TakeAll(queue.get()), Payloads(60, 40));
+  }
+  // Everything was delivered, the last event in a later segment too (beats #32560).
+  auto queue = Open();
+  EXPECT_EQ(queue->published_index(), 0);
+  EXPECT_TRUE(queue->Get(100, In(absl::Milliseconds(50))).empty());
+  EXPECT_EQ(queue->disk_stats().segments, 0);
+}
+
+TEST_F(DiskQueueTest, OneQueuePerDirectory) {
+  auto queue = Open();
+  auto second = DiskQueue::Create(options_);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition) << second.status();
+  queue.reset();
+  EXPECT_TRUE(DiskQueue::Create(options_).ok());
+}
+
+TEST_F(DiskQueueTest, ABatchSpansSegmentBoundaries) {
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  ASSERT_TRUE(Publish(producer.get(), 0, 50).status.ok());
+  queue->WaitPersisted(49, In(absl::Seconds(10)));
+  ASSERT_GE(queue->disk_stats().segments, 2);
+  Batch batch = queue->Get(50, In(absl::Seconds(10)));
+  ASSERT_EQ(batch.size(), 50);
+  for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(Bytes(batch.event(i)), Payload(i));
+  batch.Done();
+}
+
+TEST_F(DiskQueueTest, DoneSegmentsAreDeletedAndTheStateRecordsDelivery) {
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  ASSERT_TRUE(Publish(producer.get(), 0, 100).status.ok());
+  queue->WaitPersisted(99, In(absl::Seconds(10)));
+  const uint64_t segments = queue->disk_stats().segments;
+  const uint64_t bytes = queue->disk_stats().bytes;
+  // Out of order: nothing is deleted until the first batch is done too.
+  Batch first = queue->Get(40, In(absl::Seconds(10)));
+  Batch second = queue->Get(40, In(absl::Seconds(10)));
+  second.Done();
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(queue->disk_stats().segments, segments);
+  first.Done();
+  WaitFor([&] { return queue->disk_stats().segments < segments; });
+  WaitFor([&] { return queue->disk_stats().bytes < bytes; });
+  EXPECT_EQ(queue->Drain(In(absl::Milliseconds(10))), 20);
+}
+
+TEST_F(DiskQueueTest, TornTailIsCut) {
+  PublishAndClose(10);
+  const fs::path last = Segments().back();
+  const uint64_t size = fs::file_size(last);
+  fs::resize_file(last, size - 50);  // a crash in the middle of the last frame
+  auto queue = Open();
+  EXPECT_EQ(fs::file_size(last), size - kFrame);
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 9));
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 0);
+}
+
+TEST_F(DiskQueueTest, DamagedMiddleFrameCostsOnlyItself) {
+  PublishAndClose(10);
+  const fs::path first = Segments().front();
+  FlipByte(first, 3 * kFrame + 24 + 7);  // the payload of the fourth event
+  auto queue = Open();
+  std::vector<std::string> want = Payloads(0, 10);
+  want.erase(want.begin() + 3);
+  EXPECT_EQ(TakeAll(queue.get()), want);
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 1);
+}
+
+TEST_F(DiskQueueTest, DamagedHeaderInAnEarlierSegmentCostsOnlyItsFrame) {
+  PublishAndClose(60);
+  const std::vector<fs::path> segments = Segments();
+  ASSERT_GE(segments.size(), 3);
+  FlipByte(segments[1], kFrame + 9);  // the second frame's length
+  auto queue = Open();
+  std::vector<std::string> events = TakeAll(queue.get());
+  EXPECT_EQ(events.size(), 59);
+  EXPECT_EQ(events.back(), Payload(59));
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 1);
+}
+
+TEST_F(DiskQueueTest, DamagedOrMissingStateIsRebuiltFromTheSegments) {
+  for (bool remove : {false, true}) {
+    SCOPED_TRACE(remove ? "missing" : "damaged");
+    fs::remove_all(dir_);
+    {
+      auto queue = Open();
+      auto producer = queue->NewProducer(nullptr);
+      ASSERT_TRUE(Publish(producer.get(), 0, 10).status.ok());
+      queue->WaitPersisted(9, In(absl::Seconds(10)));
+      EXPECT_EQ(TakeAll(queue.get(), 4), Payloads(0, 4));
+    }
+    {
+      // The state is honoured: what was delivered is not delivered again.
+      auto queue = Open();
+      EXPECT_EQ(TakeAll(queue.get(), 2), Payloads(4, 2));
+    }
+    if (remove) {
+      fs::remove(dir_ + "/state");
+    } else {
+      FlipByte(dir_ + "/state", 9);
+    }
+    // At least once: the segment's events come again, the undelivered ones among them.
+    auto queue = Open();
+    EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 10));
+  }
+}
+
+TEST_F(DiskQueueTest, FullQueueAcceptsAPrefixAndRecovers) {
+  options_.max_size = 16 << 10;
+  options_.segment_size = 4 << 10;
+  options_.buffer_size = 4 << 10;
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  uint64_t accepted = 0;
+  PublishResult r;
+  for (int i = 0; i < 100 && r.status.ok(); ++i) {
+    r = TryPublish(producer.get(), accepted, 10);
+    accepted += r.accepted;
+    if (!r.status.ok()) break;
+    queue->WaitPersisted(accepted - 1, In(absl::Seconds(10)));
+  }
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kResourceExhausted) << r.status;
+  EXPECT_LE(queue->disk_stats().bytes, options_.max_size);
+  EXPECT_GT(accepted, 40);
+  // Publish waits for room, which delivering makes.
+  std::thread consumer(
+      [&] { EXPECT_EQ(TakeAll(queue.get(), accepted + 10).size(), accepted + 10); });
+  r = Publish(producer.get(), accepted, 10, In(absl::Seconds(20)));
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  consumer.join();
+}
+
+TEST_F(DiskQueueTest, ConcurrentPublishersShareSyncs) {
+  auto queue = Open();
+  constexpr int kThreads = 4, kPublishes = 200;
+  std::atomic<uint64_t> acked{0};
+  std::vector<std::unique_ptr<Producer>> producers;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    producers.push_back(queue->NewProducer([&](uint64_t n) { acked += n; }));
+    threads.emplace_back([&, t, producer = producers.back().get()] {
+      for (int i = 0; i < kPublishes; ++i) {
+        auto r = Publish(producer, t * kPublishes + i, 1);
+        ASSERT_TRUE(r.status.ok()) << r.status;
+      }
+      queue->WaitPersisted(queue->published_index() - 1, In(absl::Seconds(30)));
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(queue->persisted_index(), kThreads * kPublishes);
+  WaitFor([&] { return acked.load() == kThreads * kPublishes; });
+  // Group commit: far fewer syncs than publishes.
+  const uint64_t syncs = queue->disk_stats().syncs;
+  std::printf("%d publishes, %llu syncs\n", kThreads * kPublishes,
+              static_cast<unsigned long long>(syncs));
+  EXPECT_LT(syncs, kThreads * kPublishes);
+  EXPECT_EQ(TakeAll(queue.get()).size(), kThreads * kPublishes);
+}
+
+TEST_F(DiskQueueTest, AcksArriveInPublishOrderPerProducer) {
+  auto queue = Open();
+  std::vector<uint64_t> a_counts, b_counts;
+  std::mutex mu;
+  auto a = queue->NewProducer([&](uint64_t n) {
+    std::lock_guard<std::mutex> lock(mu);
+    a_counts.push_back(n);
+  });
+  auto b = queue->NewProducer([&](uint64_t n) {
+    std::lock_guard<std::mutex> lock(mu);
+    b_counts.push_back(n);
+  });
+  for (int i = 0; i < 20; ++i) {
+    Publish(a.get(), 2 * i, 1);
+    Publish(b.get(), 2 * i + 1, 2);
+  }
+  queue->WaitPersisted(queue->published_index() - 1, In(absl::Seconds(10)));
+  WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    uint64_t sa = 0, sb = 0;
+    for (uint64_t c : a_counts) sa += c;
+    for (uint64_t c : b_counts) sb += c;
+    return sa == 20 && sb == 40;
+  });
+}
+
+TEST_F(DiskQueueTest, CloseLetsConsumersDrain) {
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  ASSERT_TRUE(Publish(producer.get(), 0, 7).status.ok());
+  queue->Close();
+  EXPECT_EQ(Publish(producer.get(), 7, 1).status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 7));
+  EXPECT_TRUE(queue->Get(10, In(absl::Seconds(10))).empty());  // closed and empty: at once
+  EXPECT_EQ(queue->Drain(In(absl::Seconds(1))), 0);
+}
+
+TEST_F(DiskQueueTest, AbandonedBatchesAreDeliveredAfterRestart) {
+  {
+    auto queue = Open();
+    auto producer = queue->NewProducer(nullptr);
+    ASSERT_TRUE(Publish(producer.get(), 0, 3).status.ok());
+    Batch batch = queue->Get(10, In(absl::Seconds(10)));
+    EXPECT_EQ(batch.size(), 3);
+    queue->Close();
+    batch.Abandon();
+    EXPECT_EQ(queue->Drain(In(absl::Milliseconds(10))), 3);
+  }
+  auto queue = Open();
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 3));
+}
+
+TEST_F(DiskQueueTest, OldestAgeCountsUndoneEvents) {
+  auto queue = Open();
+  EXPECT_EQ(queue->disk_stats().oldest_age, absl::ZeroDuration());
+  auto producer = queue->NewProducer(nullptr);
+  Publish(producer.get(), 0, 1);
+  queue->WaitPersisted(0, In(absl::Seconds(10)));
+  EXPECT_GT(queue->disk_stats().oldest_age, absl::ZeroDuration());
+  TakeAll(queue.get());
+  EXPECT_EQ(queue->disk_stats().oldest_age, absl::ZeroDuration());
+}
+
+TEST_F(DiskQueueTest, EventLargerThanTheLimitsGoesAloneIntoAnEmptyQueue) {
+  options_.max_size = 16 << 10;
+  options_.segment_size = 4 << 10;
+  options_.buffer_size = 4 << 10;
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  std::string big(20 << 10, 'x');
+  std::vector<Event> events;
+  events.emplace_back(big.data(), big.size(), nullptr);
+  events.emplace_back(big.data(), 10, nullptr);
+  PublishResult r = producer->TryPublish(absl::MakeSpan(events));
+  EXPECT_EQ(r.accepted, 1);
+  Batch batch = queue->Get(10, In(absl::Seconds(10)));
+  ASSERT_EQ(batch.size(), 1);
+  EXPECT_EQ(Bytes(batch.event(0)), big);
+  batch.Done();
+}
+
+class DiskQueueLoopTest : public DiskQueueTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(DiskQueueLoopTest, FlushPolicy) {
+  const bool buffered = GetParam();
+  if (buffered) {
+    options_.flush_min_events = 8;
+    options_.flush_timeout = absl::Milliseconds(200);
+  }
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  Publish(producer.get(), 0, 3);
+  queue->WaitPersisted(2, In(absl::Seconds(10)));
+  const absl::Time start = absl::Now();
+  Batch batch = queue->Get(100, In(absl::Seconds(10)));
+  EXPECT_EQ(batch.size(), 3);
+  if (buffered) {
+    // Too few events: handed out once the flush timeout passed.
+    EXPECT_GE(absl::Now() - start, absl::Milliseconds(100));
+  } else {
+    EXPECT_LT(absl::Now() - start, absl::Milliseconds(150));
+  }
+  batch.Done();
+  Publish(producer.get(), 3, 8);
+  batch = queue->Get(100, In(absl::Seconds(10)));
+  EXPECT_GE(batch.size(), 1);
+  batch.Done();
+}
+
+INSTANTIATE_TEST_SUITE_P(Loops, DiskQueueLoopTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Buffered" : "Direct"; });
+
+TEST(ValidateDiskOptionsTest, ReportsEveryProblemNamingItsKey) {
+  DiskOptions options;
+  options.path = "/proc/version/queue";  // an existing ancestor that is a file
+  options.max_size = 1000;
+  options.buffer_size = 1;
+  options.flush_timeout = -absl::Seconds(1);
+  std::vector<absl::Status> problems = ValidateDiskOptions(options);
+  std::string all;
+  for (const absl::Status& s : problems) absl::StrAppend(&all, s.message(), "\n");
+  for (const char* key :
+       {"shipper.queue.disk.path", "shipper.queue.disk.max_size", "shipper.queue.disk.segment_size",
+        "shipper.queue.disk.buffer_size", "shipper.queue.disk.flush.timeout"}) {
+    EXPECT_NE(all.find(key), std::string::npos) << key << " in " << all;
+  }
+  auto queue = DiskQueue::Create(options);
+  EXPECT_EQ(queue.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ValidateDiskOptionsTest, DefaultsAreGoodAndCreateNothing) {
+  DiskOptions options;
+  options.path = ::testing::TempDir() + "/not/yet/there";
+  EXPECT_TRUE(ValidateDiskOptions(options).empty());
+  EXPECT_FALSE(fs::exists(options.path));
+}
+
+}  // namespace
+}  // namespace shipper::queue
