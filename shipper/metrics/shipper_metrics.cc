@@ -2,6 +2,7 @@
 
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "shipper/metrics/kafka_metrics.h"
 #include "shipper/metrics/proc_stats.h"
 #include "shipper/version.h"
 
@@ -107,6 +108,20 @@ void CollectOutputs(const Family<OutputMetrics>& outputs, Collection* c) {
          Type::kCounter);
   outputs.ForEach([&](const std::string& labels, const OutputMetrics& m) {
     c->Sample(m.dead_lettered.value(), labels);
+  });
+}
+
+void CollectKafka(const KafkaMetrics& kafka, Collection* c) {
+  if (const int64_t waiting = kafka.waiting.load(); waiting >= 0) {
+    c->Add("shipper_kafka_messages_waiting",
+           "Messages librdkafka holds for the Kafka output, queued or in flight.", Type::kGauge)
+        .Sample(static_cast<double>(waiting));
+  }
+  c->Add("shipper_kafka_delivery_errors_total",
+         "Kafka messages that failed (each is retried or dead-lettered), by librdkafka error code.",
+         Type::kCounter);
+  kafka.delivery_errors.ForEach([&](const std::string& labels, const Counter& counter) {
+    c->Sample(counter.value(), labels);
   });
 }
 
@@ -283,6 +298,7 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
   m.output_items_.ForEach([&](const std::string& labels, const Counter& counter) {
     c.Sample(counter.value(), labels);
   });
+  CollectKafka(KafkaMetrics::Get(), &c);
 
   c.Add("shipper_connections_refused_total",
         "Connections beyond shipper.server.max_connections, whose calls were all refused.",

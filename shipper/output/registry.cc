@@ -5,6 +5,7 @@
 #include "shipper/output/elasticsearch/elasticsearch_output.h"
 #include "shipper/output/file/file_output.h"
 #include "shipper/output/forward/forward_output.h"
+#include "shipper/output/kafka/kafka_output.h"
 #include "shipper/output/redis/redis_output.h"
 
 namespace shipper {
@@ -16,6 +17,7 @@ const std::vector<OutputType>& Outputs() {
       RedisOutputType(),
       ForwardOutputType(),
       ElasticsearchOutputType(),
+      KafkaOutputType(),
       DiscardOutputType(),
   };
   return *outputs;
