@@ -612,6 +612,7 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
     const size_t scanned = internal::ScanFrames(
         absl::string_view(buffer, chunk), file_left,
         [&](size_t, const Frame& frame) {
+          get_mu_.AssertHeld();  // ReadEvents' caller holds it
           const uint64_t index = frame.seq - seq_base_;
           if (frame.seq <= seq_base_ || index < next) return true;  // delivered before
           if (count == want) return false;
@@ -630,6 +631,7 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
           return true;
         },
         [&](size_t offset, size_t end) {
+          get_mu_.AssertHeld();  // ReadEvents' caller holds it
           if (base + offset >= segment->damage_known && base + offset != read_damage_end_) {
             ReportDamage(file, base + offset, base + end);
           }
@@ -789,6 +791,7 @@ void DiskQueueImpl::WriterLoop() {
         const uint64_t published = published_.load(std::memory_order_relaxed);
         const uint64_t done = done_.load(std::memory_order_relaxed);
         waiter.Wait(&publish_mu_, when, [&] {
+          publish_mu_.AssertHeld();  // writer_'s mutex: Wait calls this under it
           return published_.load(std::memory_order_relaxed) != published ||
                  done_.load(std::memory_order_relaxed) != done || stop_;
         });
