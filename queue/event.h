@@ -33,8 +33,7 @@ class Event {
       : data_(data), owner_(owner), bytes_(bytes) {}
 
   Event(Event&& other) noexcept
-      : data_(other.data_), owner_(std::exchange(other.owner_, nullptr)),
-        bytes_(other.bytes_) {}
+      : data_(other.data_), owner_(std::exchange(other.owner_, nullptr)), bytes_(other.bytes_) {}
   Event& operator=(Event&& other) noexcept {
     if (this != &other) {
       Reset();
@@ -51,7 +50,9 @@ class Event {
   const void* data() const { return data_; }
   // The producer knows the type it published; the queue never does.
   template <typename T>
-  const T& As() const { return *static_cast<const T*>(data_); }
+  const T& As() const {
+    return *static_cast<const T*>(data_);
+  }
   uint32_t bytes() const { return bytes_; }
 
  private:

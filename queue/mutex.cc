@@ -20,9 +20,9 @@ uint32_t* FutexWord(std::atomic<uint32_t>* state) { return reinterpret_cast<uint
 void Mutex::LockSlow() {
   for (int i = 0; i < kSpins; ++i) {
     uint32_t state = state_.load(std::memory_order_relaxed);
-    if (state == kUnlocked && state_.compare_exchange_weak(state, kLocked,
-                                                           std::memory_order_acquire,
-                                                           std::memory_order_relaxed)) {
+    if (state == kUnlocked &&
+        state_.compare_exchange_weak(state, kLocked, std::memory_order_acquire,
+                                     std::memory_order_relaxed)) {
       return;
     }
     CpuRelax();

@@ -42,13 +42,11 @@
 namespace shipper::queue {
 
 absl::StatusOr<WaitStrategy> ParseWaitStrategy(absl::string_view name) {
-  for (WaitStrategy s :
-       {WaitStrategy::kBlocking, WaitStrategy::kPhased, WaitStrategy::kSleeping}) {
+  for (WaitStrategy s : {WaitStrategy::kBlocking, WaitStrategy::kPhased, WaitStrategy::kSleeping}) {
     if (name == WaitStrategyName(s)) return s;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("shipper.queue.mem.wait_strategy: want blocking, phased or sleeping, got \"",
-                   name, "\""));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "shipper.queue.mem.wait_strategy: want blocking, phased or sleeping, got \"", name, "\""));
 }
 
 absl::string_view WaitStrategyName(WaitStrategy strategy) {
@@ -143,9 +141,9 @@ class QueueImpl final : public Queue {
   // a cache line of its own, so that one side's writes do not evict the other's lock.
   alignas(64) mutable internal::Mutex publish_mu_;
   std::atomic<uint64_t> published_{0};
-  std::atomic<uint64_t> bytes_in_{0};          // bytes of all events ever accepted
-  std::atomic<int64_t> first_unread_ns_{0};    // buffered: when the oldest unread was published
-  std::atomic<int> blocked_producers_{0};      // in Publish, waiting for room
+  std::atomic<uint64_t> bytes_in_{0};        // bytes of all events ever accepted
+  std::atomic<int64_t> first_unread_ns_{0};  // buffered: when the oldest unread was published
+  std::atomic<int> blocked_producers_{0};    // in Publish, waiting for room
   std::atomic<bool> closed_{false};
   internal::WaitChannel consumers_{&publish_mu_, &published_};  // Get: events to take
 
@@ -349,8 +347,7 @@ void QueueImpl::AckPersisted(internal::Wakeups* wake) {
     wake->Send();
     const size_t bytes = AckRange(freed + 1, to);
     get_mu_.Lock();
-    bytes_out_.store(bytes_out_.load(std::memory_order_relaxed) + bytes,
-                     std::memory_order_relaxed);
+    bytes_out_.store(bytes_out_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
     freed = to;
     freed_.store(freed, std::memory_order_release);
     producers_.NotifyAll(wake);
@@ -448,13 +445,12 @@ Queue::Stats QueueImpl::stats() const {
 std::string QueueImpl::DebugString() const {
   internal::MutexLock lock(&get_mu_);
   internal::MutexLock producer_side(&publish_mu_);
-  return absl::StrCat("published=", published_.load(), " read=", read_.load(),
-                      " persisted=", persisted_.load(), " freed=", freed_.load(),
-                      " bytes=", bytes_in_.load() - bytes_out_.load(),
-                      " done_early=", done_early_.size(), " acking=", acking_,
-                      " closed=", closed_.load(), " blocked_producers=", blocked_producers_.load(),
-                      " sleeping_consumers=", consumers_.sleepers(),
-                      " sleeping_producers=", producers_.sleepers());
+  return absl::StrCat(
+      "published=", published_.load(), " read=", read_.load(), " persisted=", persisted_.load(),
+      " freed=", freed_.load(), " bytes=", bytes_in_.load() - bytes_out_.load(),
+      " done_early=", done_early_.size(), " acking=", acking_, " closed=", closed_.load(),
+      " blocked_producers=", blocked_producers_.load(),
+      " sleeping_consumers=", consumers_.sleepers(), " sleeping_producers=", producers_.sleepers());
 }
 
 }  // namespace
@@ -462,8 +458,7 @@ std::string QueueImpl::DebugString() const {
 absl::Status Queue::Validate(const Options& options) {
   // A ring of 2^26 slots is 2 GiB; a sidecar that wants more has a different problem.
   if (options.max_events < 1 || options.max_events > (size_t{1} << 26)) {
-    return absl::InvalidArgumentError(
-        "shipper.queue.mem.events: must be between 1 and 67108864");
+    return absl::InvalidArgumentError("shipper.queue.mem.events: must be between 1 and 67108864");
   }
   if (options.flush_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("shipper.queue.mem.flush.timeout: must not be negative");
@@ -518,7 +513,6 @@ Batch& Batch::operator=(Batch&& other) noexcept {
 }
 
 Batch::~Batch() { ABSL_RAW_CHECK(empty(), "a Batch was destroyed before Done()"); }
-
 
 void Batch::Done() {
   if (size_ == 0) return;

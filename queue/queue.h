@@ -42,14 +42,14 @@ absl::StatusOr<WaitStrategy> ParseWaitStrategy(absl::string_view name);
 absl::string_view WaitStrategyName(WaitStrategy strategy);
 
 struct Options {
-  size_t max_events = 65536;          // shipper.queue.mem.events
+  size_t max_events = 65536;  // shipper.queue.mem.events
   // shipper.queue.mem.bytes; 0 means no byte limit. An event larger than max_bytes is accepted
   // only into an empty queue, alone; otherwise it could never be accepted at all.
   size_t max_bytes = 64 << 20;
   // Direct loop when flush_min_events <= 1: Get returns as soon as anything is queued. Otherwise
   // buffered: Get waits until flush_min_events have gathered or flush_timeout has passed since the
   // first of them was published, or a producer is blocked because the queue is full.
-  size_t flush_min_events = 1;        // shipper.queue.mem.flush.min_events
+  size_t flush_min_events = 1;                           // shipper.queue.mem.flush.min_events
   absl::Duration flush_timeout = absl::Milliseconds(5);  // shipper.queue.mem.flush.timeout
   // shipper.queue.mem.wait_strategy. Blocking is the default because queue_bench measured it
   // best for a sidecar: no CPU when idle, the lowest wake-up latency, and about a third of
@@ -146,8 +146,7 @@ class Queue {
 
   // Waits for up to `max_events` consecutive events by the flush policy (see Options). Returns an
   // empty batch when `deadline` passes first, or when the queue is closed and nothing is left.
-  virtual Batch Get(size_t max_events,
-                    absl::Time deadline = absl::InfiniteFuture()) = 0;
+  virtual Batch Get(size_t max_events, absl::Time deadline = absl::InfiniteFuture()) = 0;
 
   // Highest N such that every event with index <= N is done (0 before any).
   virtual uint64_t persisted_index() const = 0;

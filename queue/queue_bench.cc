@@ -33,14 +33,15 @@ ABSL_FLAG(std::string, wait_strategy, "",
 ABSL_FLAG(bool, baseline, true, "also run the moodycamel baseline (off: for profiling ours)");
 ABSL_FLAG(bool, baseline_tokens, true,
           "baseline producers and consumer use moodycamel tokens (its fastest mode)");
-ABSL_FLAG(int, repeat, 3, "throughput runs per benchmark (queue and baseline alternate); the "
+ABSL_FLAG(int, repeat, 3,
+          "throughput runs per benchmark (queue and baseline alternate); the "
           "best of each is printed, since other processes share the cores");
 
 namespace shipper::queue {
 namespace {
 
-constexpr size_t kBatch = 500;     // events per publish in "batch" mode
-constexpr size_t kGetMax = 4096;   // events per Get / bulk dequeue
+constexpr size_t kBatch = 500;    // events per publish in "batch" mode
+constexpr size_t kGetMax = 4096;  // events per Get / bulk dequeue
 
 int64_t CpuNanos() {
   timespec ts;
@@ -112,9 +113,9 @@ Run QueueRun(bool buffered, int producers, bool batch, uint64_t total) {
   std::vector<std::unique_ptr<Producer>> handles;
   for (int p = 0; p < producers; ++p) {
     Acked* a = &acked[p];
-    handles.push_back(queue->NewProducer(
-        [a](uint64_t count) { a->n.store(a->n.load(std::memory_order_relaxed) + count,
-                                         std::memory_order_relaxed); }));
+    handles.push_back(queue->NewProducer([a](uint64_t count) {
+      a->n.store(a->n.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
+    }));
   }
   auto publish = [&](int p, uint64_t count) {
     const size_t per_call = batch ? kBatch : 1;
@@ -250,7 +251,8 @@ WaitResult MeasureWait(WaitStrategy strategy, absl::Duration idle, int wakes) {
   consumer.join();
   std::sort(latencies_us.begin(), latencies_us.end());
   auto pct = [&](double q) {
-    return latencies_us.empty() ? 0.0 : latencies_us[static_cast<size_t>(q * (latencies_us.size() - 1))];
+    return latencies_us.empty() ? 0.0
+                                : latencies_us[static_cast<size_t>(q * (latencies_us.size() - 1))];
   };
   return {idle_cpu, trickle_cpu, pct(0.50), pct(0.99)};
 }
@@ -274,15 +276,15 @@ void Main() {
         Run base{0, 0};
         for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_repeat)); ++i) {
           ours = Best(ours, QueueRun(buffered, producers, batch, total));
-          if (absl::GetFlag(FLAGS_baseline)) base = Best(base, BaselineRun(producers, batch, total));
+          if (absl::GetFlag(FLAGS_baseline))
+            base = Best(base, BaselineRun(producers, batch, total));
         }
         std::printf(
             "{\"name\": \"%s\", \"events_per_sec\": %.0f, \"baseline_events_per_sec\": %.0f, "
             "\"ratio\": %.2f, \"cpu_ns_per_event\": %.1f, \"baseline_cpu_ns_per_event\": %.1f}\n",
             name.c_str(), ours.events_per_sec, base.events_per_sec,
             base.events_per_sec > 0 ? ours.events_per_sec / base.events_per_sec : 0.0,
-            ours.cpu_ns_per_event,
-            base.cpu_ns_per_event);
+            ours.cpu_ns_per_event, base.cpu_ns_per_event);
         std::fflush(stdout);
       }
     }
@@ -292,8 +294,8 @@ void Main() {
   for (WaitStrategy s : {WaitStrategy::kBlocking, WaitStrategy::kPhased, WaitStrategy::kSleeping}) {
     const std::string name = absl::StrCat("wait/", WaitStrategyName(s));
     if (!Wanted(name) && !(s == kDefault && Wanted("wait/default"))) continue;
-    const WaitResult r = MeasureWait(s, quick ? absl::Seconds(1) : absl::Seconds(5),
-                                     quick ? 300 : 2000);
+    const WaitResult r =
+        MeasureWait(s, quick ? absl::Seconds(1) : absl::Seconds(5), quick ? 300 : 2000);
     const std::string fields = absl::StrFormat(
         "\"idle_cpu_percent\": %.3f, \"wake_p50_us\": %.1f, \"wake_p99_us\": %.1f, "
         "\"trickle_cpu_percent\": %.2f",

@@ -173,8 +173,8 @@ TEST_P(QueueStressTest, EveryEventDeliveredAndAckedExactlyOnceInOrder) {
         last = now;
         last_change = absl::Now();
       } else if (absl::Now() - last_change > kStall) {
-        std::string dump = absl::StrCat("queue stalled for ", absl::FormatDuration(kStall),
-                                        ": ", queue.DebugString());
+        std::string dump = absl::StrCat("queue stalled for ", absl::FormatDuration(kStall), ": ",
+                                        queue.DebugString());
         for (int p = 0; p < kProducers; ++p) {
           absl::StrAppend(&dump, "\n  producer ", p, " acked=", logs[p]->acked.load(),
                           " released=", logs[p]->owner.released());
@@ -208,8 +208,7 @@ TEST_P(QueueStressTest, EveryEventDeliveredAndAckedExactlyOnceInOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllLoopsAndStrategies, QueueStressTest,
-                         ::testing::ValuesIn(AllVariants()),
+INSTANTIATE_TEST_SUITE_P(AllLoopsAndStrategies, QueueStressTest, ::testing::ValuesIn(AllVariants()),
                          [](const auto& info) { return VariantName(info.param); });
 
 }  // namespace

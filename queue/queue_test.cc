@@ -195,8 +195,7 @@ TEST_P(QueueTest, PublishWaitsForRoom) {
   auto p = queue->NewProducer(nullptr);
   auto events = MakeEvents(1, 6, &owner_);
   PublishResult r;
-  std::thread producer(
-      [&] { r = p->Publish(absl::MakeSpan(events), absl::InfiniteFuture()); });
+  std::thread producer([&] { r = p->Publish(absl::MakeSpan(events), absl::InfiniteFuture()); });
   // Let the producer fill the queue and block, then make room twice.
   uint64_t taken = 0;
   while (taken < 6) {
@@ -234,8 +233,7 @@ TEST_P(QueueTest, CancelWakesBlockedPublishAndRefusesLaterOnes) {
   auto p = queue->NewProducer(acks.Callback());
   auto events = MakeEvents(1, 3, &owner_);
   PublishResult r;
-  std::thread producer(
-      [&] { r = p->Publish(absl::MakeSpan(events), absl::InfiniteFuture()); });
+  std::thread producer([&] { r = p->Publish(absl::MakeSpan(events), absl::InfiniteFuture()); });
   while (queue->published_index() < 2) absl::SleepFor(absl::Milliseconds(1));
   absl::SleepFor(absl::Milliseconds(10));  // most likely asleep by now; either way it must stop
   p->Cancel();

@@ -12,7 +12,7 @@ namespace shipper::runtime {
 
 class CgroupFixture {
  public:
-  CgroupFixture();  // a fresh dir under $TEST_TMPDIR
+  CgroupFixture();   // a fresh dir under $TEST_TMPDIR
   ~CgroupFixture();  // removes it
   CgroupFixture(const CgroupFixture&) = delete;
   CgroupFixture& operator=(const CgroupFixture&) = delete;

@@ -75,7 +75,7 @@ class CpuMonitor {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   CondVar stop_cv_;  // signaled when stop_ is set
 
-  Mutex join_mu_;  // serializes Stop()
+  Mutex join_mu_;                                 // serializes Stop()
   std::thread thread_ ABSL_GUARDED_BY(join_mu_);  // started last
 };
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/eventually.h"
 #include "runtime/cgroup_fixture.h"
+#include "runtime/eventually.h"
 #include "runtime/worker_pool.h"
 
 namespace shipper::runtime {
@@ -51,7 +51,8 @@ TEST_F(CpuMonitorTest, DetectsAtConstruction) {
 TEST_F(CpuMonitorTest, RefreshCallsListenersOncePerChange) {
   CpuMonitor monitor(Options(), absl::ZeroDuration());
   std::vector<std::pair<int, int>> changes;
-  monitor.AddListener([&](int old_cpus, int new_cpus) { changes.emplace_back(old_cpus, new_cpus); });
+  monitor.AddListener(
+      [&](int old_cpus, int new_cpus) { changes.emplace_back(old_cpus, new_cpus); });
   EXPECT_FALSE(monitor.Refresh());
   SetCpus("2");
   EXPECT_TRUE(monitor.Refresh());

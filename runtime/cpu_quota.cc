@@ -111,9 +111,9 @@ absl::StatusOr<Limit> ParseCpuMax(absl::string_view text, absl::string_view path
   std::vector<absl::string_view> fields =
       absl::StrSplit(absl::StripAsciiWhitespace(text), ' ', absl::SkipEmpty());
   if (fields.empty() || fields.size() > 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": expected \"<quota|max> [period]\", got \"",
-                     absl::CHexEscape(text.substr(0, 64)), "\""));
+    return absl::InvalidArgumentError(absl::StrCat(path,
+                                                   ": expected \"<quota|max> [period]\", got \"",
+                                                   absl::CHexEscape(text.substr(0, 64)), "\""));
   }
   Limit limit;
   limit.period_us = kDefaultPeriodUs;
@@ -158,8 +158,8 @@ std::string UnescapeMountField(absl::string_view field) {
     if (field[i] == '\\' && i + 3 < field.size()) {
       absl::string_view digits = field.substr(i + 1, 3);
       if (std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; })) {
-        out.push_back(static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 +
-                                        (digits[2] - '0')));
+        out.push_back(
+            static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 + (digits[2] - '0')));
         i += 3;
         continue;
       }
@@ -407,9 +407,8 @@ class CpuQuotaReaderImpl final : public CpuQuotaReader {
     }
     if (best == nullptr) {
       if (any_mount) {
-        notes->push_back(absl::StrCat(fs_type == "cgroup" ? "cgroup v1 cpu" : "cgroup v2",
-                                      " path ", membership.path,
-                                      " is outside every mount's root"));
+        notes->push_back(absl::StrCat(fs_type == "cgroup" ? "cgroup v1 cpu" : "cgroup v2", " path ",
+                                      membership.path, " is outside every mount's root"));
       } else {
         notes->push_back(absl::StrCat("no ", fs_type == "cgroup" ? "cgroup v1 cpu" : "cgroup2",
                                       " mount in mountinfo"));

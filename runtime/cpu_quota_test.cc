@@ -88,8 +88,7 @@ TEST_F(CpuQuotaTest, CgroupV2MaxIsNoLimit) {
   for (const char* text : {"max", "max 100000", "max\n"}) {
     fixture_.SetV2Max("/a", text);
     CpuQuota quota = DetectCpuQuota(Options(2, 2));
-    EXPECT_EQ(quota.ToString(), "source=none quota=max period=0 cpuset=2 effective_cpus=2")
-        << text;
+    EXPECT_EQ(quota.ToString(), "source=none quota=max period=0 cpuset=2 effective_cpus=2") << text;
     EXPECT_THAT(quota.reason, IsEmpty()) << text;
   }
 }
@@ -117,7 +116,8 @@ TEST_F(CpuQuotaTest, HybridPrefersV1CpuController) {
   // A cgroup2 cpu.max would never bind on a hybrid host; make it differ to see which one is read.
   fixture_.WriteCgroup("unified/user.slice/cpu.max", "300000 100000\n");
   CpuQuota quota = DetectCpuQuota(Options(4, 4));
-  EXPECT_EQ(quota.ToString(), "source=cgroup1 quota=100000 period=100000 cpuset=4 effective_cpus=1");
+  EXPECT_EQ(quota.ToString(),
+            "source=cgroup1 quota=100000 period=100000 cpuset=4 effective_cpus=1");
 }
 
 TEST_F(CpuQuotaTest, HybridWithoutV1CpuMountFallsBackToV2) {
@@ -193,7 +193,8 @@ TEST_F(CpuQuotaTest, NamespaceRootV2) {
   fixture_.SetUpV2("/", "/");
   fixture_.SetV2Max("/", "100000 100000");
   CpuQuota quota = DetectCpuQuota(Options(4, 4));
-  EXPECT_EQ(quota.ToString(), "source=cgroup2 quota=100000 period=100000 cpuset=4 effective_cpus=1");
+  EXPECT_EQ(quota.ToString(),
+            "source=cgroup2 quota=100000 period=100000 cpuset=4 effective_cpus=1");
   EXPECT_EQ(quota.cgroup_dir, fixture_.cgroup_root());
 }
 
@@ -203,7 +204,8 @@ TEST_F(CpuQuotaTest, BindMountedContainerCgroupV1) {
   fixture_.SetUpV1("/docker/0123abcd", "/docker/0123abcd");
   fixture_.SetV1Quota("/", "150000", "100000");
   CpuQuota quota = DetectCpuQuota(Options(4, 4));
-  EXPECT_EQ(quota.ToString(), "source=cgroup1 quota=150000 period=100000 cpuset=4 effective_cpus=1");
+  EXPECT_EQ(quota.ToString(),
+            "source=cgroup1 quota=150000 period=100000 cpuset=4 effective_cpus=1");
   EXPECT_EQ(quota.cgroup_dir, V1Dir(""));
 
   fixture_.SetUpV1("/docker/0123abcd", "/docker/0123abcd/worker");
@@ -228,10 +230,9 @@ TEST_F(CpuQuotaTest, PathOutsideMountRootIsNoLimitWithReason) {
 }
 
 TEST_F(CpuQuotaTest, LongestMatchingMountRootWins) {
-  fixture_.WriteProc(
-      "self/mountinfo",
-      "32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
-      "33 31 0:29 /a/b /sys/fs/cgroup/cpu_b rw - cgroup cgroup rw,cpu\n");
+  fixture_.WriteProc("self/mountinfo",
+                     "32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+                     "33 31 0:29 /a/b /sys/fs/cgroup/cpu_b rw - cgroup cgroup rw,cpu\n");
   fixture_.WriteProc("self/cgroup", "2:cpu:/a/b/c\n");
   fixture_.WriteCgroup("cpu_b/c/cpu.cfs_quota_us", "200000\n");
   fixture_.WriteCgroup("cpu_b/c/cpu.cfs_period_us", "100000\n");
@@ -430,7 +431,8 @@ TEST_F(CpuQuotaTest, OverrideWins) {
   CpuQuotaOptions options = Options(4, 4);
   options.override_cpus = 3;
   CpuQuota quota = DetectCpuQuota(options);
-  EXPECT_EQ(quota.ToString(), "source=override quota=50000 period=100000 cpuset=4 effective_cpus=3");
+  EXPECT_EQ(quota.ToString(),
+            "source=override quota=50000 period=100000 cpuset=4 effective_cpus=3");
   EXPECT_THAT(quota.reason, HasSubstr("override: 3 CPUs"));
   EXPECT_THAT(quota.reason, HasSubstr("detected 1"));
 

@@ -52,7 +52,7 @@ TEST(WorkerPoolTest, StartsAndStopsSizeWorkers) {
   EXPECT_EQ(inside.load(), 0);
   EXPECT_EQ(pool.size(), 0);
   EXPECT_EQ(pool.live_threads(), 0);
-  pool.Stop();  // idempotent
+  pool.Stop();     // idempotent
   pool.Resize(4);  // ignored after Stop
   EXPECT_EQ(pool.size(), 0);
 }

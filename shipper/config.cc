@@ -7,8 +7,8 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -30,7 +30,7 @@ namespace {
 struct Draft {
   Config config;
   std::map<std::string, std::unique_ptr<OutputSettings>> outputs;  // by name, all of them
-  std::set<std::string> given;  // the keys the file and -E set
+  std::set<std::string> given;                                     // the keys the file and -E set
   // Keys of the archived Go shipper that mean nothing here (ArchivedKeys).
   std::string type;  // the output type Elastic Agent configured
   bool monitoring = false;
@@ -77,8 +77,8 @@ std::vector<Key<Config>> ServerKeys() {
               "memory gRPC may hold for requests being received, all connections together; "
               "beyond it streams are reset (RESOURCE_EXHAUSTED)",
               1, true, [](Config& c) -> size_t& { return c.limits.max_receive_memory; }),
-      K::Size("shipper.server.max_events_per_request", "most events one PublishEvents may carry",
-              1, false, [](Config& c) -> size_t& { return c.limits.max_events_per_request; }),
+      K::Size("shipper.server.max_events_per_request", "most events one PublishEvents may carry", 1,
+              false, [](Config& c) -> size_t& { return c.limits.max_events_per_request; }),
       K::Size("shipper.server.max_nesting_depth",
               "deepest Struct/ListValue nesting in an event's fields or metadata", 1, false,
               [](Config& c) -> size_t& { return c.limits.max_nesting_depth; }),
@@ -94,11 +94,10 @@ std::vector<Key<Config>> ServerKeys() {
                 [](Config& c) -> std::string& { return c.ssl.certificate; }),
       K::String("shipper.server.ssl.key", "PEM private key of ssl.certificate",
                 [](Config& c) -> std::string& { return c.ssl.key; }),
-      K::StringList("shipper.server.ssl.certificate_authorities",
-                    "PEM files (a list, or one) of the CAs that client certificates must chain to",
-                    [](Config& c) -> std::vector<std::string>& {
-                      return c.ssl.certificate_authorities;
-                    }),
+      K::StringList(
+          "shipper.server.ssl.certificate_authorities",
+          "PEM files (a list, or one) of the CAs that client certificates must chain to",
+          [](Config& c) -> std::vector<std::string>& { return c.ssl.certificate_authorities; }),
       K::Choice<ClientAuthentication>(
           "shipper.server.ssl.client_authentication",
           "none: no client certificate; optional: verified if sent; required: mTLS",
@@ -108,12 +107,11 @@ std::vector<Key<Config>> ServerKeys() {
           [](Config& c) -> ClientAuthentication& { return c.ssl.client_authentication; }),
       K::Size("shipper.queue.mem.events", "queue capacity in events", 1, false,
               [](Config& c) -> size_t& { return c.queue.max_events; }),
-      K::Size("shipper.queue.mem.bytes",
-              "queue capacity in bytes of events as received (0: none)", 0, true,
-              [](Config& c) -> size_t& { return c.queue.max_bytes; }),
+      K::Size("shipper.queue.mem.bytes", "queue capacity in bytes of events as received (0: none)",
+              0, true, [](Config& c) -> size_t& { return c.queue.max_bytes; }),
       K::Size("shipper.queue.mem.flush.min_events",
-              "buffered loop: events to gather before a batch is handed out (<= 1: direct loop)",
-              0, false, [](Config& c) -> size_t& { return c.queue.flush_min_events; }),
+              "buffered loop: events to gather before a batch is handed out (<= 1: direct loop)", 0,
+              false, [](Config& c) -> size_t& { return c.queue.flush_min_events; }),
       K::Duration("shipper.queue.mem.flush.timeout",
                   "buffered loop: longest wait for flush.min_events after the first event",
                   [](Config& c) -> absl::Duration& { return c.queue.flush_timeout; }),
@@ -157,10 +155,10 @@ std::vector<Key<Config>> ServerKeys() {
       K::String("shipper.dead_letter.path",
                 "NDJSON file for events an output rejects for good (unset: logged at ERROR)",
                 &Config::dead_letter_path),
-      K::Enum<runtime::Rounding>(
-          "shipper.cpu.rounding", "how a fractional CPU quota becomes a thread count",
-          "floor|ceil", runtime::ParseRounding, RoundingName,
-          [](Config& c) -> runtime::Rounding& { return c.cpu.rounding; }),
+      K::Enum<runtime::Rounding>("shipper.cpu.rounding",
+                                 "how a fractional CPU quota becomes a thread count", "floor|ceil",
+                                 runtime::ParseRounding, RoundingName,
+                                 [](Config& c) -> runtime::Rounding& { return c.cpu.rounding; }),
       K::Duration("shipper.cpu.retune_interval",
                   "how often the CPU quota is re-read to resize thread pools (0: never)",
                   [](Config& c) -> absl::Duration& { return c.cpu.retune_interval; }),
@@ -180,8 +178,7 @@ std::vector<Key<Config>> ServerKeys() {
       K::Bool("logging.metrics.enabled",
               "log one INFO line every logging.metrics.period with what the counters did",
               [](Config& c) -> bool& { return c.metrics_log.enabled; }),
-      K::Duration("logging.metrics.period",
-                  "how often that line is logged (0: never)",
+      K::Duration("logging.metrics.period", "how often that line is logged (0: never)",
                   [](Config& c) -> absl::Duration& { return c.metrics_log.period; }),
   };
 }
@@ -223,10 +220,10 @@ const std::vector<Key<Draft>>& Keys() {
       const auto settings = [name = type.name](Draft& d) -> OutputSettings& {
         return *d.outputs.at(name);
       };
-      keys->push_back(KeysOf<OutputSettings>::Bool(
-                          absl::StrCat("shipper.output.", type.name, ".enabled"), type.help,
-                          &OutputSettings::enabled)
-                          .Within<Draft>(settings));
+      keys->push_back(
+          KeysOf<OutputSettings>::Bool(absl::StrCat("shipper.output.", type.name, ".enabled"),
+                                       type.help, &OutputSettings::enabled)
+              .Within<Draft>(settings));
       for (const Key<OutputSettings>& key : type.keys) {
         keys->push_back(key.Within<Draft>(settings));
       }
@@ -260,8 +257,7 @@ absl::Status UnknownKey(absl::string_view name, absl::string_view where) {
   }
   std::string hint = best <= 3 ? absl::StrCat("; did you mean '", closest->name, "'?")
                                : "; see --help for the list of keys";
-  return absl::InvalidArgumentError(
-      absl::StrCat(where, "unknown config key '", name, "'", hint));
+  return absl::InvalidArgumentError(absl::StrCat(where, "unknown config key '", name, "'", hint));
 }
 
 bool IsKeyPrefix(absl::string_view prefix) {
@@ -275,8 +271,7 @@ bool IsKeyPrefix(absl::string_view prefix) {
   return false;
 }
 
-absl::Status Set(std::string name, const YAML::Node& node, absl::string_view where,
-                 Draft& draft) {
+absl::Status Set(std::string name, const YAML::Node& node, absl::string_view where, Draft& draft) {
   for (const auto& [old_name, new_name] : kDeprecatedKeys) {
     if (name != old_name) continue;
     draft.config.warnings.push_back(absl::StrCat(where, name, " is deprecated: write ", new_name,
@@ -290,8 +285,8 @@ absl::Status Set(std::string name, const YAML::Node& node, absl::string_view whe
       std::vector<std::string> items;
       for (const YAML::Node& item : node) {
         if (!item.IsScalar()) {
-          return absl::InvalidArgumentError(absl::StrCat(where, "config key '", name,
-                                                         "': expected ", key.expected));
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, "config key '", name, "': expected ", key.expected));
         }
         items.push_back(item.Scalar());
       }
@@ -300,9 +295,11 @@ absl::Status Set(std::string name, const YAML::Node& node, absl::string_view whe
       return absl::OkStatus();
     }
     if (!node.IsScalar()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, "config key '", name, "': expected ", key.expected, ", got a ",
-          node.IsMap() ? "map" : node.IsSequence() ? "list" : "null"));
+      return absl::InvalidArgumentError(absl::StrCat(where, "config key '", name, "': expected ",
+                                                     key.expected, ", got a ",
+                                                     node.IsMap()        ? "map"
+                                                     : node.IsSequence() ? "list"
+                                                                         : "null"));
     }
     absl::Status status = key.set(node.Scalar(), draft);
     if (!status.ok()) return absl::InvalidArgumentError(absl::StrCat(where, status.message()));
@@ -338,9 +335,8 @@ void SetOverride(const std::string& item, Draft& draft, Problems* problems) {
     return problems->Add(absl::StrCat("-E expects key=value, got '", item, "'"));
   }
   const auto unreadable = [&](absl::string_view why) {
-    problems->Add(absl::StrCat("-E ", kv.first, ": the value '", kv.second,
-                               "' is not valid YAML (", why, "); quote it: -E '", kv.first,
-                               "=\"", kv.second, "\"'"));
+    problems->Add(absl::StrCat("-E ", kv.first, ": the value '", kv.second, "' is not valid YAML (",
+                               why, "); quote it: -E '", kv.first, "=\"", kv.second, "\"'"));
   };
   YAML::Node value;
   try {
@@ -358,8 +354,7 @@ void SetOverride(const std::string& item, Draft& draft, Problems* problems) {
 void Validate(const Config& config, Problems* problems) {
   problems->Add(queue::Queue::Validate(config.queue));
   // gRPC takes max_concurrent_streams as an int; a message is never near 2GiB.
-  if (config.limits.max_message_size > INT_MAX ||
-      config.limits.max_concurrent_streams > INT_MAX) {
+  if (config.limits.max_message_size > INT_MAX || config.limits.max_concurrent_streams > INT_MAX) {
     problems->Add(
         "config: shipper.server.max_message_size and shipper.server.max_concurrent_streams must "
         "be below 2GiB");
@@ -374,15 +369,15 @@ void Validate(const Config& config, Problems* problems) {
   // stack that takes.
   constexpr size_t kMaxNestingDepthCeiling = 1000;
   if (config.limits.max_nesting_depth > kMaxNestingDepthCeiling) {
-    problems->Add(absl::StrCat(
-        "config: shipper.server.max_nesting_depth must be at most ", kMaxNestingDepthCeiling,
-        " (every level costs stack while a request is checked)"));
+    problems->Add(absl::StrCat("config: shipper.server.max_nesting_depth must be at most ",
+                               kMaxNestingDepthCeiling,
+                               " (every level costs stack while a request is checked)"));
   }
   if (config.backoff_max < config.backoff_init) {
-    problems->Add(absl::StrCat(
-        "config: shipper.output.backoff.max (", absl::FormatDuration(config.backoff_max),
-        ") is below shipper.output.backoff.init (", absl::FormatDuration(config.backoff_init),
-        ")"));
+    problems->Add(absl::StrCat("config: shipper.output.backoff.max (",
+                               absl::FormatDuration(config.backoff_max),
+                               ") is below shipper.output.backoff.init (",
+                               absl::FormatDuration(config.backoff_init), ")"));
   }
 }
 
@@ -464,8 +459,8 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
     }
     SetTree("", root, source, draft, &problems);
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1,
-                                                   ": not valid YAML: ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", e.mark.line + 1, ": not valid YAML: ", e.msg));
   }
   for (const std::string& item : overrides) SetOverride(item, draft, &problems);
   Validate(draft.config, &problems);
@@ -481,9 +476,9 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
   if (path.empty()) return ParseConfig("", "defaults", overrides);
   std::ifstream in(path);
   if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config file '", path, "' cannot be read (", std::strerror(errno),
-        "): check the path given to -c"));
+    return absl::InvalidArgumentError(absl::StrCat("config file '", path, "' cannot be read (",
+                                                   std::strerror(errno),
+                                                   "): check the path given to -c"));
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return ParseConfig(text, path, overrides);

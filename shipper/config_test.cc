@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "shipper/output/file/file_output.h"
 #include "shipper/output/forward/forward_output.h"
 #include "shipper/output/redis/redis_output.h"
-#include "gtest/gtest.h"
 
 namespace shipper {
 namespace {
@@ -22,9 +22,7 @@ absl::StatusOr<Config> Parse(absl::string_view yaml, std::vector<std::string> ov
 // The active output's settings.
 const FileSettings& File(const Config& config) { return config.output_as<FileSettings>(); }
 const RedisSettings& Redis(const Config& config) { return config.output_as<RedisSettings>(); }
-const ForwardSettings& Forward(const Config& config) {
-  return config.output_as<ForwardSettings>();
-}
+const ForwardSettings& Forward(const Config& config) { return config.output_as<ForwardSettings>(); }
 
 std::string Error(absl::string_view yaml, std::vector<std::string> overrides = {}) {
   absl::StatusOr<Config> config = Parse(yaml, std::move(overrides));
@@ -142,10 +140,12 @@ TEST(ConfigTest, HealthListenerIsOffByDefaultAndTakesHostPort) {
   absl::StatusOr<Config> config = Parse("");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->health_address, "");
-  config = Parse("shipper.server:\n  server: unix:///run/s.sock\n  health.address: 0.0.0.0:50052\n");
+  config =
+      Parse("shipper.server:\n  server: unix:///run/s.sock\n  health.address: 0.0.0.0:50052\n");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->health_address, "0.0.0.0:50052");
-  config = Parse("shipper.server.health.address: 0.0.0.0:50052", {"shipper.server.health.address=\"\""});
+  config =
+      Parse("shipper.server.health.address: 0.0.0.0:50052", {"shipper.server.health.address=\"\""});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->health_address, "");
   EXPECT_THAT(Error("shipper.server.health.address: unix:///run/h.sock"),
@@ -229,8 +229,8 @@ shipper.output.redis:
 }
 
 TEST(ConfigTest, ShipperOutputNeedsAServer) {
-  absl::StatusOr<Config> config = Parse(
-      "shipper.output.shipper: {enabled: true, server: 'aggregator:50051', timeout: 3s}");
+  absl::StatusOr<Config> config =
+      Parse("shipper.output.shipper: {enabled: true, server: 'aggregator:50051', timeout: 3s}");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->output, "shipper");
   EXPECT_EQ(Forward(*config).server, "aggregator:50051");
@@ -253,9 +253,9 @@ TEST(ConfigTest, BackoffAndDeadLetterPath) {
 }
 
 TEST(ConfigTest, TwoOfTheNewOutputsAreRefusedNamingBoth) {
-  std::string error = Error("", {"shipper.output.redis.enabled=true",
-                                 "shipper.output.shipper.enabled=true",
-                                 "shipper.output.shipper.server=x:1"});
+  std::string error =
+      Error("", {"shipper.output.redis.enabled=true", "shipper.output.shipper.enabled=true",
+                 "shipper.output.shipper.server=x:1"});
   EXPECT_THAT(error, HasSubstr("exactly one output"));
   EXPECT_THAT(error, HasSubstr("redis, shipper"));
 }
@@ -363,8 +363,8 @@ TEST(ConfigTest, HttpEndpointAndMetricsPeriod) {
   EXPECT_TRUE(defaults->metrics_log.enabled);
   EXPECT_EQ(defaults->metrics_log.period, absl::Seconds(30));
 
-  absl::StatusOr<Config> config = Parse(
-      "http: {enabled: false, host: 0.0.0.0, port: 0}\nlogging.metrics.period: 0");
+  absl::StatusOr<Config> config =
+      Parse("http: {enabled: false, host: 0.0.0.0, port: 0}\nlogging.metrics.period: 0");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_FALSE(config->http.enabled);
   EXPECT_EQ(config->http.host, "0.0.0.0");
@@ -379,15 +379,16 @@ TEST(ConfigTest, HttpEndpointAndMetricsPeriod) {
 }
 
 TEST(ConfigTest, LastReleasesSpellingsStillWorkWithAWarning) {
-  absl::StatusOr<Config> config = Parse(
-      "shipper.http: {enabled: false, host: 0.0.0.0, port: 0}\nshipper.metrics.period: 0");
+  absl::StatusOr<Config> config =
+      Parse("shipper.http: {enabled: false, host: 0.0.0.0, port: 0}\nshipper.metrics.period: 0");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_FALSE(config->http.enabled);
   EXPECT_EQ(config->http.host, "0.0.0.0");
   EXPECT_EQ(config->http.port, 0);
   EXPECT_EQ(config->metrics_log.period, absl::ZeroDuration());
   ASSERT_EQ(config->warnings.size(), 4u);
-  EXPECT_THAT(config->warnings[0], HasSubstr("shipper.http.enabled is deprecated: write http.enabled"));
+  EXPECT_THAT(config->warnings[0],
+              HasSubstr("shipper.http.enabled is deprecated: write http.enabled"));
   EXPECT_THAT(config->warnings[3],
               HasSubstr("shipper.metrics.period is deprecated: write logging.metrics.period"));
   config = Parse("", {"shipper.http.port=9000"});

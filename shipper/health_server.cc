@@ -40,8 +40,7 @@ class HealthServer::Service final : public grpc::health::v1::Health::CallbackSer
                                   const HealthCheckRequest* request,
                                   HealthCheckResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    if (!request->service().empty() &&
-        request->service() != "elastic.agent.shipper.v1.Producer") {
+    if (!request->service().empty() && request->service() != "elastic.agent.shipper.v1.Producer") {
       reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
                                    absl::StrCat("no service '", request->service(),
                                                 "' here; ask about \"\" (the whole server)")));
@@ -74,9 +73,9 @@ absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::str
   health->server_ = builder.BuildAndStart();
   if (health->server_ == nullptr || port == 0) {
     health->shut_down_ = true;
-    return absl::UnavailableError(absl::StrCat(
-        "cannot serve health checks on '", address,
-        "' (address in use or not host:port): change shipper.server.health.address"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve health checks on '", address,
+                     "' (address in use or not host:port): change shipper.server.health.address"));
   }
   health->address_ = absl::StrCat(address.substr(0, address.rfind(':')), ":", port);
   // Not "listening on": tools read that phrase as the Producer API's address.

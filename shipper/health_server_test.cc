@@ -27,7 +27,7 @@ class HealthServerTest : public ::testing::Test {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     return grpc::health::v1::Health::NewStub(channel_)->Check(&context, HealthCheckRequest(),
-                                                               response);
+                                                              response);
   }
 
   std::unique_ptr<HealthServer> server_;

@@ -22,9 +22,9 @@ std::optional<size_t> ParseSize(const std::string& s, size_t min, bool bytes) {
   absl::string_view v = s;
   uint64_t unit = 1;
   if (bytes) {
-    for (auto [suffix, mult] : {std::pair{"KiB", uint64_t{1} << 10},
-                                std::pair{"MiB", uint64_t{1} << 20},
-                                std::pair{"GiB", uint64_t{1} << 30}}) {
+    for (auto [suffix, mult] :
+         {std::pair{"KiB", uint64_t{1} << 10}, std::pair{"MiB", uint64_t{1} << 20},
+          std::pair{"GiB", uint64_t{1} << 30}}) {
       if (absl::ConsumeSuffix(&v, suffix)) unit = mult;
     }
   }

@@ -45,11 +45,14 @@ struct Key {
   // The same key on a struct `Whole` whose `part` is the S this key sets.
   template <typename Whole>
   Key<Whole> Within(std::function<S&(Whole&)> part) const {
-    return Key<Whole>{name, expected, help,
+    return Key<Whole>{name,
+                      expected,
+                      help,
                       [set = set, part](const std::string& scalar, Whole& whole) {
                         return set(scalar, part(whole));
                       },
-                      [show = show, part](Whole& whole) { return show(part(whole)); }, list};
+                      [show = show, part](Whole& whole) { return show(part(whole)); },
+                      list};
   }
 };
 
@@ -111,8 +114,8 @@ struct KeysOf {
   static Key<S> Duration(std::string name, std::string help, Field<S, absl::Duration> field) {
     return Typed<absl::Duration>(
         std::move(name), std::move(help), "a duration such as 5ms, 10s or 1m (or 0)",
-        key_internal::ParseDuration, [](const absl::Duration& v) { return absl::FormatDuration(v); },
-        std::move(field));
+        key_internal::ParseDuration,
+        [](const absl::Duration& v) { return absl::FormatDuration(v); }, std::move(field));
   }
 
   static Key<S> String(std::string name, std::string help, Field<S, std::string> field) {
@@ -165,16 +168,15 @@ struct KeysOf {
 
   // File permissions in octal, as Beats writes them (0600).
   static Key<S> Permissions(std::string name, std::string help, Field<S, uint32_t> field) {
-    return Typed<uint32_t>(std::move(name), std::move(help),
-                           "octal permissions from 0000 to 0777, such as 0600",
-                           key_internal::ParsePermissions, key_internal::ShowPermissions,
-                           std::move(field));
+    return Typed<uint32_t>(
+        std::move(name), std::move(help), "octal permissions from 0000 to 0777, such as 0600",
+        key_internal::ParsePermissions, key_internal::ShowPermissions, std::move(field));
   }
 
   static Key<S> Port(std::string name, std::string help, Field<S, int> field) {
     return Typed<int>(
-        std::move(name), std::move(help), "a port number from 0 to 65535",
-        key_internal::ParsePort, [](const int& v) { return absl::StrCat(v); }, std::move(field));
+        std::move(name), std::move(help), "a port number from 0 to 65535", key_internal::ParsePort,
+        [](const int& v) { return absl::StrCat(v); }, std::move(field));
   }
 
   // A YAML list, or one scalar of comma-separated items.

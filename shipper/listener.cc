@@ -25,8 +25,8 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
-#include "shipper/metrics/shipper_metrics.h"
 #include "shipper/address.h"
+#include "shipper/metrics/shipper_metrics.h"
 #include "shipper/pem.h"
 
 namespace shipper {
@@ -127,12 +127,12 @@ absl::Status ReplaceStaleSocket(const std::string& path) {
   const bool listening = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   close(fd);
   if (listening) {
-    return absl::UnavailableError(absl::StrCat(
-        "another process listens on '", path, "': stop it or change shipper.server.server"));
+    return absl::UnavailableError(absl::StrCat("another process listens on '", path,
+                                               "': stop it or change shipper.server.server"));
   }
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot remove the stale socket '", path,
-                                                   "': ", std::strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot remove the stale socket '", path, "': ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -157,8 +157,8 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const Config& config) {
 }
 
 absl::Status Listener::Cannot(absl::string_view why) const {
-  return absl::UnavailableError(absl::StrCat("cannot listen on '", configured_address_, "' (",
-                                             why, "): change shipper.server.server"));
+  return absl::UnavailableError(absl::StrCat("cannot listen on '", configured_address_, "' (", why,
+                                             "): change shipper.server.server"));
 }
 
 absl::Status Listener::Bind() {
@@ -183,8 +183,8 @@ absl::Status Listener::BindUnix(std::string path) {
   socket_path_ = std::move(path);  // ours now, to remove on Stop()
   // Before listen(), so nobody connects under the umask's permissions.
   if (chmod(socket_path_.c_str(), socket_mode_) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot set shipper.server.socket_mode on '", socket_path_, "': ", strerror(errno)));
+    return absl::InvalidArgumentError(absl::StrCat("cannot set shipper.server.socket_mode on '",
+                                                   socket_path_, "': ", strerror(errno)));
   }
   if (listen(fd, SOMAXCONN) != 0) return Cannot(Errno("listen"));
   address_ = configured_address_;
@@ -217,8 +217,8 @@ absl::Status Listener::BindTcp() {
       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);  // the IPv4 one is bound too
     }
     const char* failed = bind(fd, reinterpret_cast<sockaddr*>(&addr), a->ai_addrlen) != 0 ? "bind"
-                         : listen(fd, SOMAXCONN) != 0                                   ? "listen"
-                                                                                       : nullptr;
+                         : listen(fd, SOMAXCONN) != 0                                     ? "listen"
+                                                                                          : nullptr;
     if (failed != nullptr) {
       absl::StrAppend(&errors, errors.empty() ? "" : "; ", Errno(failed));
       close(fd);
@@ -232,8 +232,8 @@ absl::Status Listener::BindTcp() {
     }
   }
   if (sockets_.empty()) return Cannot(errors);
-  address_ = absl::StrCat(configured_address_.substr(0, configured_address_.rfind(':')), ":",
-                          bound_port);
+  address_ =
+      absl::StrCat(configured_address_.substr(0, configured_address_.rfind(':')), ":", bound_port);
   return absl::OkStatus();
 }
 
@@ -261,8 +261,9 @@ absl::Status Listener::Start() {
     builder.RegisterCallbackGenericService(refusal_service_.get());
     refusal_server_ = builder.BuildAndStart();
     if (refusal_server_ == nullptr) {
-      return absl::InternalError("cannot start the server that refuses connections beyond "
-                                 "shipper.server.max_connections");
+      return absl::InternalError(
+          "cannot start the server that refuses connections beyond "
+          "shipper.server.max_connections");
     }
   }
   accept_thread_ = std::thread([this] { Accept(); });

@@ -1,5 +1,4 @@
 #include "shipper/listener.h"
-#include "shipper/address.h"
 
 #include <netdb.h>
 #include <sys/socket.h>
@@ -16,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shipper/address.h"
 
 namespace shipper {
 namespace {

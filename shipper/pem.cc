@@ -19,8 +19,8 @@ absl::StatusOr<std::string> ReadPem(absl::string_view key, const std::string& pa
   }
   std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!absl::StrContains(pem, "-----BEGIN ") || !absl::StrContains(pem, what)) {
-    return absl::InvalidArgumentError(absl::StrCat("config key '", key, "': '", path,
-                                                   "' is not a PEM file with a ", what));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config key '", key, "': '", path, "' is not a PEM file with a ", what));
   }
   return pem;
 }

@@ -85,7 +85,8 @@ void CheckListenAddress(Problems* problems, absl::string_view key, const std::st
   if (path.size() >= sizeof(sockaddr_un::sun_path)) return cannot("path too long");
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
-    return problems->Add(absl::StrCat("'", path, "' exists and is not a socket: remove it or change ", key));
+    return problems->Add(
+        absl::StrCat("'", path, "' exists and is not a socket: remove it or change ", key));
   }
   if (std::string problem = WritableDirectory(Parent(path)); !problem.empty()) cannot(problem);
 }
@@ -94,8 +95,8 @@ absl::Status MakeDirectories(absl::string_view key, const std::string& dir, mode
   if (dir.empty() || Exists(dir)) return absl::OkStatus();
   if (absl::Status parent = MakeDirectories(key, Parent(dir), mode); !parent.ok()) return parent;
   if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(absl::StrCat(key, ": cannot create directory '", dir,
-                                                   "': ", std::strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, ": cannot create directory '", dir, "': ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -303,8 +303,8 @@ void ProducerService::FinishServing() {
   while (cq_->Next(&tag, &ok)) static_cast<PublishCall*>(tag)->Proceed(ok);
 }
 
-grpc::Status ProducerService::Publish(const grpc::ServerContext& context,
-                                      grpc::ByteBuffer* bytes, Request& request) {
+grpc::Status ProducerService::Publish(const grpc::ServerContext& context, grpc::ByteBuffer* bytes,
+                                      Request& request) {
   absl::Status taken = request.received().Take(*bytes, limits_);
   bytes->Clear();  // from here on only the request's own copy holds the events
   if (!taken.ok()) {

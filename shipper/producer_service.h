@@ -1,5 +1,5 @@
-// The Producer gRPC service (proto/producer.proto, the archived Go shipper's API): PublishEvents puts a request's events into the
-// queue, PersistedIndex streams how far they are handed off.
+// The Producer gRPC service (proto/producer.proto, the archived Go shipper's API): PublishEvents
+// puts a request's events into the queue, PersistedIndex streams how far they are handed off.
 //
 // PublishEvents hands the request's bytes themselves to the queue: each accepted event is the
 // slice of them that encodes it (wire_event.h), never decoded into messages, and the request is

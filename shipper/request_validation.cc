@@ -94,9 +94,7 @@ class EventScanner {
   struct Key {
     uint64_t hash;
     absl::string_view name;
-    bool operator<(const Key& o) const {
-      return hash != o.hash ? hash < o.hash : name < o.name;
-    }
+    bool operator<(const Key& o) const { return hash != o.hash ? hash < o.hash : name < o.name; }
   };
 
   // A known singular field seen a second time makes the message non-canonical (protobuf would
@@ -256,8 +254,7 @@ std::string Rewritten(absl::string_view event, size_t max_depth) {
 }
 
 absl::Status NotAPublishRequest(absl::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("request is not a valid PublishRequest: ", what));
+  return absl::InvalidArgumentError(absl::StrCat("request is not a valid PublishRequest: ", what));
 }
 
 // shipper.strict_mode: what the archived Go shipper required of an event, in its words; empty
@@ -280,9 +277,11 @@ std::string StrictModeProblems(absl::string_view event) {
     wire::StringsByNumber(parts.data_stream, data_stream);
     std::vector<std::string> missing;
     for (auto [number, name] : {std::pair{2, "dataset"}, {3, "namespace"}, {1, "type"}}) {
-      if (data_stream[number].empty()) missing.push_back(absl::StrCat(name, " is a required field"));
+      if (data_stream[number].empty())
+        missing.push_back(absl::StrCat(name, " is a required field"));
     }
-    if (!missing.empty()) problems.push_back(absl::StrCat("datastream: ", absl::StrJoin(missing, "; ")));
+    if (!missing.empty())
+      problems.push_back(absl::StrCat("datastream: ", absl::StrJoin(missing, "; ")));
   }
   return absl::StrJoin(problems, "; ");
 }
@@ -314,13 +313,15 @@ absl::Status ScanPublishRequest(absl::string_view bytes, const RequestLimits& li
         return NotAPublishRequest(absl::StrCat("event ", i, " is truncated or not protobuf"));
       case Problem::kNotUtf8:
         return NotAPublishRequest(
-            absl::StrCat("event ", i, " has a string that is not UTF-8 (use valid UTF-8 in every "
+            absl::StrCat("event ", i,
+                         " has a string that is not UTF-8 (use valid UTF-8 in every "
                          "string and map key)"));
       case Problem::kTooDeep:
-        return absl::InvalidArgumentError(absl::StrCat(
-            "event ", i, ": ", scanner.too_deep_in(), " nest Struct/ListValue more than "
-            "shipper.server.max_nesting_depth (", limits.max_nesting_depth,
-            ") levels deep: flatten the event"));
+        return absl::InvalidArgumentError(absl::StrCat("event ", i, ": ", scanner.too_deep_in(),
+                                                       " nest Struct/ListValue more than "
+                                                       "shipper.server.max_nesting_depth (",
+                                                       limits.max_nesting_depth,
+                                                       ") levels deep: flatten the event"));
     }
     if (scanner.canonical()) {
       out->events.push_back(field.bytes);

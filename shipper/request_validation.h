@@ -43,8 +43,8 @@ struct ScannedRequest {
 // (counted without reading them), bytes that are not a PublishRequest (truncated, malformed), a
 // string or map key that is not UTF-8, and fields or metadata nesting Struct/ListValue deeper
 // than max_nesting_depth (the event's fields are level 1), and with strict_mode an event missing
-// what that mode requires (the message names the event's position); it recurses a few frames per level of
-// nesting, so the depth allowed bounds its stack. On success `out` holds views into
+// what that mode requires (the message names the event's position); it recurses a few frames per
+// level of nesting, so the depth allowed bounds its stack. On success `out` holds views into
 // `bytes`, which must outlive them. `out` must be empty.
 absl::Status ScanPublishRequest(absl::string_view bytes, const RequestLimits& limits,
                                 ScannedRequest* out);

@@ -52,9 +52,9 @@ std::string DeepRequestBytes(size_t depth) {
     reversed.push_back(tag);
   };
   for (size_t level = depth; level >= 1; --level) {
-    wrap(0x12);                // entry.value (the Value so far, empty at the bottom)
-    reversed += "a\x01\x0a";  // entry.key = "a", reversed
-    wrap(0x0a);                // Struct.data entry
+    wrap(0x12);                 // entry.value (the Value so far, empty at the bottom)
+    reversed += "a\x01\x0a";    // entry.key = "a", reversed
+    wrap(0x0a);                 // Struct.data entry
     if (level > 1) wrap(0x52);  // Value.struct_value
   }
   wrap(0x2a);  // Event.fields
@@ -166,7 +166,7 @@ TEST(RequestValidationTest, NonCanonicalEventsMeanWhatProtobufMakesOfThem) {
   // Field `tag` (a tag byte) holding `body`.
   auto field = [](char tag, absl::string_view body) {
     std::string out(1, tag);
-    for (size_t n = body.size(); ; n >>= 7) {
+    for (size_t n = body.size();; n >>= 7) {
       out.push_back(static_cast<char>((n & 0x7F) | (n > 0x7F ? 0x80 : 0)));
       if (n <= 0x7F) break;
     }
@@ -184,7 +184,7 @@ TEST(RequestValidationTest, NonCanonicalEventsMeanWhatProtobufMakesOfThem) {
       fields(entry("a", int1 + str)),                                  // a Value with two kinds
       fields(entry("a", int1)) + fields(entry("b", int2)),             // fields twice: merged
       fields(many + entry("k7", int2)),                                // twice among many keys
-      std::string("\x0a\x02\x08\x01\x0a\x02\x10\x05", 8),             // timestamp twice
+      std::string("\x0a\x02\x08\x01\x0a\x02\x10\x05", 8),              // timestamp twice
   };
   for (const std::string& event : cases) {
     SCOPED_TRACE(::testing::PrintToString(event));
@@ -195,7 +195,7 @@ TEST(RequestValidationTest, NonCanonicalEventsMeanWhatProtobufMakesOfThem) {
     ASSERT_EQ(scanned.rewritten.size(), 1u);
     EXPECT_EQ(scanned.events[0], scanned.rewritten.front());
     EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(Parsed(scanned.events[0]),
-                                                                  Parsed(event)));
+                                                                   Parsed(event)));
   }
 }
 

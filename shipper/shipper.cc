@@ -9,8 +9,8 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
@@ -18,10 +18,10 @@
 #include "runtime/worker_pool.h"
 #include "shipper/health_server.h"
 #include "shipper/listener.h"
-#include "shipper/output/delivery.h"
 #include "shipper/metrics/exporter.h"
 #include "shipper/metrics/grpc_metrics.h"
 #include "shipper/metrics/shipper_metrics.h"
+#include "shipper/output/delivery.h"
 #include "shipper/producer_service.h"
 
 namespace shipper {
@@ -32,8 +32,8 @@ std::string NewUuid() {
   uint64_t hi = absl::Uniform<uint64_t>(gen), lo = absl::Uniform<uint64_t>(gen);
   hi = (hi & ~uint64_t{0xF000}) | 0x4000;                      // version 4
   lo = (lo & ~(uint64_t{0xC} << 60)) | (uint64_t{0x8} << 60);  // RFC 4122 variant
-  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", hi >> 32, (hi >> 16) & 0xFFFF,
-                         hi & 0xFFFF, lo >> 48, lo & 0xFFFFFFFFFFFF);
+  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", hi >> 32, (hi >> 16) & 0xFFFF, hi & 0xFFFF,
+                         lo >> 48, lo & 0xFFFFFFFFFFFF);
 }
 
 class ShipperImpl final : public Shipper {
@@ -159,13 +159,13 @@ class ShipperImpl final : public Shipper {
   grpc::ResourceQuota grpc_quota_;
   std::unique_ptr<queue::Queue> queue_;
   const queue::DiskQueue* disk_queue_ = nullptr;  // queue_, when it is the disk queue
-  std::unique_ptr<Delivery> delivery_;  // the output, its retries and dead letters
+  std::unique_ptr<Delivery> delivery_;            // the output, its retries and dead letters
   std::unique_ptr<runtime::WorkerPool> workers_;  // output workers
   std::unique_ptr<ProducerService> service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // PublishEvents calls
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<Listener> listener_;  // hands connections to server_
-  std::unique_ptr<HealthServer> health_;  // null without shipper.server.health.address
+  std::unique_ptr<Listener> listener_;                 // hands connections to server_
+  std::unique_ptr<HealthServer> health_;               // null without shipper.server.health.address
   std::unique_ptr<runtime::WorkerPool> grpc_workers_;  // serve cq_
   // After the pools: destroyed before them, its listener resizes them.
   std::unique_ptr<runtime::CpuMonitor> cpu_;

@@ -163,8 +163,8 @@ size_t PlainUntil(const char* p, size_t i, size_t n) {
     uint64_t x;
     std::memcpy(&x, p + i, 8);
     const uint64_t quote = x ^ (kOnes * '"'), backslash = x ^ (kOnes * '\\');
-    const uint64_t flags = ((x - kOnes * 0x20) & ~x) | ((quote - kOnes) & ~quote) |
-                           ((backslash - kOnes) & ~backslash);
+    const uint64_t flags =
+        ((x - kOnes * 0x20) & ~x) | ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash);
     if (flags & kHigh) return i + static_cast<size_t>(__builtin_ctzll(flags & kHigh) / 8);
   }
   while (i < n && kPlain[static_cast<uint8_t>(p[i])]) ++i;
@@ -176,13 +176,27 @@ size_t Escape(uint8_t c, char* out) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   out[0] = '\\';
   switch (c) {
-    case '"': out[1] = '"'; return 2;
-    case '\\': out[1] = '\\'; return 2;
-    case '\b': out[1] = 'b'; return 2;
-    case '\f': out[1] = 'f'; return 2;
-    case '\n': out[1] = 'n'; return 2;
-    case '\r': out[1] = 'r'; return 2;
-    case '\t': out[1] = 't'; return 2;
+    case '"':
+      out[1] = '"';
+      return 2;
+    case '\\':
+      out[1] = '\\';
+      return 2;
+    case '\b':
+      out[1] = 'b';
+      return 2;
+    case '\f':
+      out[1] = 'f';
+      return 2;
+    case '\n':
+      out[1] = 'n';
+      return 2;
+    case '\r':
+      out[1] = 'r';
+      return 2;
+    case '\t':
+      out[1] = 't';
+      return 2;
   }
   std::memcpy(out + 1, "u00", 3);
   out[4] = kHex[c >> 4];

@@ -185,13 +185,13 @@ TEST(EventJsonTest, StringsAreWrittenAsRapidjsonEscapesThem) {
   // escapes fall.
   std::string every_byte;
   for (int c = 0; c < 256; ++c) every_byte += absl::StrCat("0123456789abcdef", std::string(1, c));
-  for (const std::string& s : {std::string(), std::string("plain ascii"), every_byte,
-                              std::string("\"\"\"\"\"\"\"\"\"\\\\\\\\\\"),
-                              std::string("GET \"/api/v1/items?id=1 HTTP/1.1\" 200 \"curl\""),
-                              std::string("quote \" here"), std::string("back\\slash"),
-                              std::string("ctrl \x01 \x1f \n \t"), std::string("del \x7f"),
-                              std::string("utf-8 é 日本 \xf0\x9f\x98\x80"),
-                              std::string("nul \0 inside", 13)}) {
+  for (const std::string& s :
+       {std::string(), std::string("plain ascii"), every_byte,
+        std::string("\"\"\"\"\"\"\"\"\"\\\\\\\\\\"),
+        std::string("GET \"/api/v1/items?id=1 HTTP/1.1\" 200 \"curl\""),
+        std::string("quote \" here"), std::string("back\\slash"),
+        std::string("ctrl \x01 \x1f \n \t"), std::string("del \x7f"),
+        std::string("utf-8 é 日本 \xf0\x9f\x98\x80"), std::string("nul \0 inside", 13)}) {
     rapidjson::StringBuffer ours, theirs;
     event_json_internal::Writer w(ours);
     rapidjson::Writer<rapidjson::StringBuffer> r(theirs);
@@ -231,13 +231,22 @@ TEST(EventJsonTest, EntriesKeepTheirWireOrderAndUnknownFieldsAreSkipped) {
   std::string bytes = event.SerializeAsString();
   // fields {"b": 1, "a": 2} in that order, then an unknown varint field 9 and an unknown
   // length-delimited field 10, as a newer client might send.
-  const std::string entry_b("\x0a\x07\x0a\x01" "b" "\x12\x02\x28\x01", 9);
-  const std::string entry_a("\x0a\x07\x0a\x01" "a" "\x12\x02\x28\x02", 9);
+  const std::string entry_b(
+      "\x0a\x07\x0a\x01"
+      "b"
+      "\x12\x02\x28\x01",
+      9);
+  const std::string entry_a(
+      "\x0a\x07\x0a\x01"
+      "a"
+      "\x12\x02\x28\x02",
+      9);
   bytes += "\x2a\x12" + entry_b + entry_a + std::string("\x48\x01\x52\x01x", 5);
   rapidjson::StringBuffer buffer;
   AppendEventJson(bytes, 1, &buffer);
   EXPECT_EQ(std::string(buffer.GetString(), buffer.GetSize()),
-            R"({"b":1,"a":2,"@metadata":{"input_id":"in","stream_id":"","index":1}})" "\n");
+            R"({"b":1,"a":2,"@metadata":{"input_id":"in","stream_id":"","index":1}})"
+            "\n");
 }
 
 }  // namespace

@@ -94,9 +94,9 @@ absl::StatusOr<FieldFormat> FieldFormat::Parse(absl::string_view format,
     const size_t end = rest.find("}");
     if (close == absl::string_view::npos || end == absl::string_view::npos || end < close ||
         close == 3) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          setting, ": bad field reference in '", format,
-          "': write %{[field.path]} or %{[field.path]:default}"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(setting, ": bad field reference in '", format,
+                       "': write %{[field.path]} or %{[field.path]:default}"));
     }
     Part part;
     part.text = std::string(rest.substr(3, close - 3));
@@ -104,9 +104,9 @@ absl::StatusOr<FieldFormat> FieldFormat::Parse(absl::string_view format,
     absl::string_view tail = rest.substr(close + 1, end - close - 1);
     if (!tail.empty()) {
       if (tail[0] != ':') {
-        return absl::InvalidArgumentError(absl::StrCat(
-            setting, ": unexpected '", tail, "' after ]", " in '", format,
-            "': write %{[field.path]} or %{[field.path]:default}"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(setting, ": unexpected '", tail, "' after ]", " in '", format,
+                         "': write %{[field.path]} or %{[field.path]:default}"));
       }
       part.fallback = std::string(tail.substr(1));
     }

@@ -32,8 +32,8 @@ class FieldFormat {
 
  private:
   struct Part {
-    std::string text;                    // literal text, or the reference's path
-    std::vector<std::string> path;       // empty for literal text
+    std::string text;                     // literal text, or the reference's path
+    std::vector<std::string> path;        // empty for literal text
     std::optional<std::string> fallback;  // for a reference: its default
   };
   std::vector<Part> parts_;

@@ -117,8 +117,18 @@ enum : uint32_t { kTimestamp = 1, kSource = 2, kDataStream = 3, kMetadata = 4, k
 }
 namespace value {
 enum : uint32_t {
-  kNull = 1, kFloat64, kFloat32, kInt32, kInt64, kUint32, kUint64, kString, kBool, kStruct,
-  kList, kTimestamp,
+  kNull = 1,
+  kFloat64,
+  kFloat32,
+  kInt32,
+  kInt64,
+  kUint32,
+  kUint64,
+  kString,
+  kBool,
+  kStruct,
+  kList,
+  kTimestamp,
 };
 }
 
@@ -126,8 +136,8 @@ enum : uint32_t {
 // kind's wire type; anything else is an unknown field to protobuf.
 inline bool IsValueKind(const Field& field) {
   const uint32_t kind = field.number();
-  const WireType type = kind == value::kFloat64   ? kFixed64
-                        : kind == value::kFloat32 ? kFixed32
+  const WireType type = kind == value::kFloat64                          ? kFixed64
+                        : kind == value::kFloat32                        ? kFixed32
                         : kind >= value::kString && kind != value::kBool ? kLength
                                                                          : kVarint;
   return kind >= value::kNull && kind <= value::kTimestamp && field.type() == type;

@@ -18,12 +18,23 @@ constexpr int kCodes = grpc::StatusCode::UNAUTHENTICATED + 1;
 
 // "DEADLINE_EXCEEDED" etc., as gRPC's own documentation spells the codes.
 absl::string_view CodeName(int code) {
-  static constexpr const char* kNames[kCodes] = {
-      "OK",           "CANCELLED",        "UNKNOWN",         "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND",   "ALREADY_EXISTS",  "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",        "UNAVAILABLE",     "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static constexpr const char* kNames[kCodes] = {"OK",
+                                                 "CANCELLED",
+                                                 "UNKNOWN",
+                                                 "INVALID_ARGUMENT",
+                                                 "DEADLINE_EXCEEDED",
+                                                 "NOT_FOUND",
+                                                 "ALREADY_EXISTS",
+                                                 "PERMISSION_DENIED",
+                                                 "RESOURCE_EXHAUSTED",
+                                                 "FAILED_PRECONDITION",
+                                                 "ABORTED",
+                                                 "OUT_OF_RANGE",
+                                                 "UNIMPLEMENTED",
+                                                 "INTERNAL",
+                                                 "UNAVAILABLE",
+                                                 "DATA_LOSS",
+                                                 "UNAUTHENTICATED"};
   return kNames[code];
 }
 
@@ -35,8 +46,7 @@ class Counters {
     Counter* counter = slot.load(std::memory_order_acquire);
     if (counter == nullptr) {
       counter = &ShipperMetrics::Get().GrpcRequests(
-          method < std::size(kCountedMethods) ? kCountedMethods[method] : "other",
-          CodeName(code));
+          method < std::size(kCountedMethods) ? kCountedMethods[method] : "other", CodeName(code));
       slot.store(counter, std::memory_order_release);
     }
     return *counter;

@@ -22,8 +22,8 @@ TEST(HttpServerTest, ServesMetricsAndHealthOnAFreePort) {
   std::atomic<bool> healthy{true};
   std::atomic<int> scrapes{0};
   absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(
-      "127.0.0.1", 0,
-      [&] { return "x_total " + std::to_string(++scrapes) + "\n"; }, [&] { return healthy.load(); });
+      "127.0.0.1", 0, [&] { return "x_total " + std::to_string(++scrapes) + "\n"; },
+      [&] { return healthy.load(); });
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_GT((*server)->port(), 0);
 
@@ -64,8 +64,8 @@ TEST(HttpServerTest, PortInUseSaysWhichKeysToChange) {
 }
 
 TEST(HttpServerTest, AnswersOneRequestPerConnection) {
-  absl::StatusOr<std::unique_ptr<HttpServer>> server =
-      HttpServer::Start("127.0.0.1", 0, [] { return std::string("a 1\n"); }, [] { return true; });
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(
+      "127.0.0.1", 0, [] { return std::string("a 1\n"); }, [] { return true; });
   ASSERT_TRUE(server.ok()) << server.status();
   httplib::Client client("127.0.0.1", (*server)->port());
   client.set_keep_alive(true);
@@ -75,8 +75,8 @@ TEST(HttpServerTest, AnswersOneRequestPerConnection) {
 }
 
 TEST(HttpServerTest, StopsPromptlyWhileAClientHoldsAnIdleConnection) {
-  absl::StatusOr<std::unique_ptr<HttpServer>> server =
-      HttpServer::Start("127.0.0.1", 0, [] { return std::string(); }, [] { return true; });
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(
+      "127.0.0.1", 0, [] { return std::string(); }, [] { return true; });
   ASSERT_TRUE(server.ok()) << server.status();
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};

@@ -49,7 +49,7 @@ class Histogram {
   void ObserveDuration(absl::Duration d) { Observe(absl::ToInt64Nanoseconds(d)); }
 
   struct Snapshot {
-    std::vector<double> bounds;       // scaled upper bounds, without +Inf
+    std::vector<double> bounds;        // scaled upper bounds, without +Inf
     std::vector<uint64_t> cumulative;  // per bound, observations <= it
     uint64_t count = 0;                // every observation (the +Inf bucket)
     double sum = 0;                    // scaled
@@ -109,7 +109,7 @@ struct MetricFamily {
   // Whether the periodic log line reports its changes (see summary.h): false for counters that
   // move even when Shipper is idle, such as CPU time.
   bool summarized = true;
-  std::vector<Sample> samples;                // counters and gauges
+  std::vector<Sample> samples;              // counters and gauges
   std::vector<HistogramSample> histograms;  // histograms
 };
 

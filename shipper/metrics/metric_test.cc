@@ -29,8 +29,7 @@ TEST(HistogramTest, DurationsAreObservedInNanoseconds) {
 
 TEST(FormatLabelsTest, EscapesBackslashQuoteAndNewline) {
   EXPECT_EQ(FormatLabels({}), "");
-  EXPECT_EQ(FormatLabels({{"a", "x"}, {"b", "say \"hi\"\\\n"}}),
-            R"({a="x",b="say \"hi\"\\\n"})");
+  EXPECT_EQ(FormatLabels({{"a", "x"}, {"b", "say \"hi\"\\\n"}}), R"({a="x",b="say \"hi\"\\\n"})");
 }
 
 TEST(FamilyTest, GetReturnsTheSameChildForTheSameLabels) {
@@ -40,11 +39,10 @@ TEST(FamilyTest, GetReturnsTheSameChildForTheSameLabels) {
   family.Get(R"({x="2"})").Add(5);
   EXPECT_EQ(&family.Get(R"({x="1"})"), &a);
   std::vector<std::pair<std::string, uint64_t>> seen;
-  family.ForEach([&](const std::string& labels, const Counter& c) {
-    seen.emplace_back(labels, c.value());
-  });
-  EXPECT_EQ(seen, (std::vector<std::pair<std::string, uint64_t>>{{R"({x="1"})", 2},
-                                                                  {R"({x="2"})", 5}}));
+  family.ForEach(
+      [&](const std::string& labels, const Counter& c) { seen.emplace_back(labels, c.value()); });
+  EXPECT_EQ(seen,
+            (std::vector<std::pair<std::string, uint64_t>>{{R"({x="1"})", 2}, {R"({x="2"})", 5}}));
 }
 
 TEST(ToTextTest, WritesTheTextFormat) {

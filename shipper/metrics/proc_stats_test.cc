@@ -22,9 +22,7 @@ std::string TempDir(absl::string_view name) {
   return dir;
 }
 
-void Write(const std::string& path, absl::string_view content) {
-  std::ofstream(path) << content;
-}
+void Write(const std::string& path, absl::string_view content) { std::ofstream(path) << content; }
 
 TEST(ProcessStatsTest, ReadsFixtureFiles) {
   const std::string proc = TempDir("proc");

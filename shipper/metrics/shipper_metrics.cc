@@ -17,17 +17,15 @@ constexpr uint64_t kSecond = 1000 * kMillisecond;
 
 // From a fast local write (~100 µs) to a remote output backing off for tens of seconds.
 std::vector<uint64_t> LatencyBounds() {
-  return {100 * kMicrosecond, 250 * kMicrosecond, 500 * kMicrosecond, 1 * kMillisecond,
-          2500 * kMicrosecond, 5 * kMillisecond, 10 * kMillisecond, 25 * kMillisecond,
-          50 * kMillisecond,  100 * kMillisecond, 250 * kMillisecond, 500 * kMillisecond,
-          1 * kSecond,       2500 * kMillisecond, 5 * kSecond,      10 * kSecond,
+  return {100 * kMicrosecond,  250 * kMicrosecond,  500 * kMicrosecond, 1 * kMillisecond,
+          2500 * kMicrosecond, 5 * kMillisecond,    10 * kMillisecond,  25 * kMillisecond,
+          50 * kMillisecond,   100 * kMillisecond,  250 * kMillisecond, 500 * kMillisecond,
+          1 * kSecond,         2500 * kMillisecond, 5 * kSecond,        10 * kSecond,
           30 * kSecond};
 }
 
 // Batches run from 1 event to shipper.output.bulk_max_size (4096 by default).
-std::vector<uint64_t> BatchSizeBounds() {
-  return {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536};
-}
+std::vector<uint64_t> BatchSizeBounds() { return {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536}; }
 
 constexpr double kNanosecondsToSeconds = 1e-9;
 
@@ -224,8 +222,7 @@ void CollectProcess(const Sources& sources, Collection* c) {
 OutputMetrics::OutputMetrics()
     : batch_events(BatchSizeBounds(), 1), write_seconds(LatencyBounds(), kNanosecondsToSeconds) {}
 
-ShipperMetrics::ShipperMetrics()
-    : persist_seconds_(LatencyBounds(), kNanosecondsToSeconds) {}
+ShipperMetrics::ShipperMetrics() : persist_seconds_(LatencyBounds(), kNanosecondsToSeconds) {}
 
 ShipperMetrics& ShipperMetrics::Get() {
   static ShipperMetrics* metrics = new ShipperMetrics();
@@ -306,8 +303,9 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
       .Sample(m.connections_refused_.value());
   c.Add("shipper_grpc_requests_total", "gRPC calls finished, by method and status code.",
         Type::kCounter);
-  m.grpc_requests_.ForEach(
-      [&](const std::string& labels, const Counter& counter) { c.Sample(counter.value(), labels); });
+  m.grpc_requests_.ForEach([&](const std::string& labels, const Counter& counter) {
+    c.Sample(counter.value(), labels);
+  });
 
   CollectRuntime(sources, m.cpu_retunes_, &c);
   CollectProcess(sources, &c);

@@ -31,7 +31,7 @@ namespace shipper::metrics {
 struct Sources {
   const queue::Queue* queue = nullptr;
   size_t queue_max_events = 0;
-  size_t queue_max_bytes = 0;  // 0: no byte limit
+  size_t queue_max_bytes = 0;                    // 0: no byte limit
   std::function<queue::DiskStats()> disk_queue;  // when the queue is the disk queue
   uint64_t disk_max_bytes = 0;
   const runtime::CpuMonitor* cpu = nullptr;

@@ -50,8 +50,8 @@ class ShipperMetricsTest : public ::testing::Test {
     for (size_t i = 0; i < n; ++i) events.emplace_back(&events, 10, nullptr);
     const absl::Time start = absl::Now();
     queue::PublishResult result = producer_->TryPublish(absl::MakeSpan(events));
-    ShipperMetrics::Get().Published(n, result.accepted, result.last_index,
-                                    grpc::StatusCode::OK, start);
+    ShipperMetrics::Get().Published(n, result.accepted, result.last_index, grpc::StatusCode::OK,
+                                    start);
     return result;
   }
 
@@ -142,7 +142,9 @@ TEST_F(ShipperMetricsTest, ProcessAndCpuMetricsAreRead) {
 
 TEST_F(ShipperMetricsTest, EveryFamilyHasHelpAndAType) {
   ShipperMetrics::Get().Output("file").errors.Add();
-  ShipperMetrics::Get().GrpcRequests("/elastic.agent.shipper.v1.Producer/PublishEvents", "OK").Add();
+  ShipperMetrics::Get()
+      .GrpcRequests("/elastic.agent.shipper.v1.Producer/PublishEvents", "OK")
+      .Add();
   runtime::CpuMonitor cpu(runtime::CpuQuotaOptions{}, absl::ZeroDuration());
   sources_.cpu = &cpu;
   // promtool checks the whole page of a running Shipper in tests/metrics.

@@ -35,8 +35,7 @@ Totals Index(const std::vector<MetricFamily>& families) {
       }
     }
     for (const MetricFamily::HistogramSample& h : family.histograms) {
-      totals.histograms[absl::StrCat(family.name, h.labels)] = {h.snapshot.count,
-                                                                 h.snapshot.sum};
+      totals.histograms[absl::StrCat(family.name, h.labels)] = {h.snapshot.count, h.snapshot.sum};
     }
   }
   return totals;
@@ -54,21 +53,21 @@ std::string SummaryLine(const std::vector<MetricFamily>& before,
       if (family.type != MetricFamily::Type::kCounter) continue;
       auto old = old_totals.values.find(absl::StrCat(family.name, sample.labels));
       const double delta = sample.value - (old == old_totals.values.end() ? 0 : old->second);
-      if (delta != 0) parts.push_back(absl::StrCat(ShortName(family.name), sample.labels, " +", delta));
+      if (delta != 0)
+        parts.push_back(absl::StrCat(ShortName(family.name), sample.labels, " +", delta));
     }
     for (const MetricFamily::HistogramSample& h : family.histograms) {
       auto old = old_totals.histograms.find(absl::StrCat(family.name, h.labels));
-      const auto [count, sum] = old == old_totals.histograms.end()
-                                    ? std::pair<uint64_t, double>{0, 0}
-                                    : old->second;
+      const auto [count, sum] =
+          old == old_totals.histograms.end() ? std::pair<uint64_t, double>{0, 0} : old->second;
       const uint64_t observed = h.snapshot.count - count;
       if (observed == 0) continue;
       const double mean = (h.snapshot.sum - sum) / observed;
-      parts.push_back(absl::StrCat(
-          ShortName(family.name), h.labels, " ", observed, " (mean ",
-          absl::EndsWith(family.name, "_seconds") ? absl::FormatDuration(absl::Seconds(mean))
-                                                  : absl::StrCat(mean),
-          ")"));
+      parts.push_back(absl::StrCat(ShortName(family.name), h.labels, " ", observed, " (mean ",
+                                   absl::EndsWith(family.name, "_seconds")
+                                       ? absl::FormatDuration(absl::Seconds(mean))
+                                       : absl::StrCat(mean),
+                                   ")"));
     }
   }
   if (parts.empty()) return "";

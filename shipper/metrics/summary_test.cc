@@ -91,7 +91,9 @@ TEST(SummaryTest, CollectsEveryPeriodAndStopsPromptly) {
 
 TEST(SummaryTest, DestructionDoesNotWaitForThePeriod) {
   const absl::Time start = absl::Now();
-  { Summary summary(absl::Hours(1), [] { return std::vector<MetricFamily>{}; }); }
+  {
+    Summary summary(absl::Hours(1), [] { return std::vector<MetricFamily>{}; });
+  }
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 

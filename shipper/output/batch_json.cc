@@ -1,6 +1,5 @@
 #include "shipper/output/batch_json.h"
 
-
 namespace shipper {
 
 void BatchJson::Encode(const Events& events) {

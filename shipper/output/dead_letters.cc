@@ -29,8 +29,8 @@ absl::StatusOr<std::unique_ptr<DeadLetters>> DeadLetters::Open(const std::string
   }
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(kKey, ": cannot open '", path,
-                                                   "' for appending: ", std::strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(kKey, ": cannot open '", path, "' for appending: ", std::strerror(errno)));
   }
   return std::unique_ptr<DeadLetters>(new DeadLetters(fd, path));
 }

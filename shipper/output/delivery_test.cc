@@ -11,8 +11,8 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
-#include "shipper/metrics/shipper_metrics.h"
 #include "runtime/worker_pool.h"
+#include "shipper/metrics/shipper_metrics.h"
 #include "shipper/output/queued_events.h"
 
 namespace shipper {
@@ -44,9 +44,9 @@ class ScriptedOutput final : public Output {
     for (size_t i : step.fail) outcome->Fail(i, "partition without a leader");
     if (!step.status.ok()) return step.status;
     for (size_t i = 0; i < events.size(); ++i) {
-      const bool unwritten =
-          std::count(step.reject.begin(), step.reject.end(), i) +
-              std::count(step.fail.begin(), step.fail.end(), i) > 0;
+      const bool unwritten = std::count(step.reject.begin(), step.reject.end(), i) +
+                                 std::count(step.fail.begin(), step.fail.end(), i) >
+                             0;
       if (!unwritten) ++written_[events.index(i)];
     }
     return absl::OkStatus();

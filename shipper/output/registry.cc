@@ -12,13 +12,8 @@ namespace shipper {
 
 const std::vector<OutputType>& Outputs() {
   static const std::vector<OutputType>* outputs = new std::vector<OutputType>{
-      FileOutputType(),
-      ConsoleOutputType(),
-      RedisOutputType(),
-      ForwardOutputType(),
-      ElasticsearchOutputType(),
-      KafkaOutputType(),
-      DiscardOutputType(),
+      FileOutputType(),          ConsoleOutputType(), RedisOutputType(),   ForwardOutputType(),
+      ElasticsearchOutputType(), KafkaOutputType(),   DiscardOutputType(),
   };
   return *outputs;
 }

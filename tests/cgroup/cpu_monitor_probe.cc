@@ -3,7 +3,8 @@
 // SIGTERM/SIGINT. The real-cgroup test runs it as well as the real shipper, so a failure can be
 // told apart between runtime/ and its wiring.
 //
-// Usage: cpu_monitor_probe [--cpus=N] [-E shipper.cpu.retune_interval=1s] [-E shipper.cpu.rounding=ceil]
+// Usage: cpu_monitor_probe [--cpus=N] [-E shipper.cpu.retune_interval=1s] [-E
+// shipper.cpu.rounding=ceil]
 #include <string.h>
 
 #include <chrono>
@@ -12,8 +13,8 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
 #include "runtime/cpu_monitor.h"
@@ -49,10 +50,10 @@ int main(int argc, char** argv) {
   }
 
   auto monitor = std::make_unique<shipper::runtime::CpuMonitor>(options, interval);
-  shipper::runtime::WorkerPool pool(
-      "output", monitor->effective_cpus(), [](const shipper::runtime::WorkerPool::Worker& self) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      });
+  shipper::runtime::WorkerPool pool("output", monitor->effective_cpus(),
+                                    [](const shipper::runtime::WorkerPool::Worker& self) {
+                                      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                                    });
   monitor->AddListener([&pool](int, int now) { pool.Resize(now); });
   pool.Resize(monitor->effective_cpus());  // a change between construction and AddListener
   LOG(INFO) << "probe ready";

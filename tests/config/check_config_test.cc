@@ -53,13 +53,17 @@ TEST(CheckConfigTest, StartAndCheckConfigRefuseTheSameWithTheSameWords) {
       {"missing TLS files",
        {out, "shipper.server.ssl.certificate=/no/such.crt", "shipper.server.ssl.key=/no/such.key"},
        "config key 'shipper.server.ssl.certificate': cannot read '/no/such.crt'"},
-      {"queue too big", {out, "shipper.queue.mem.events=100000000000"},
+      {"queue too big",
+       {out, "shipper.queue.mem.events=100000000000"},
        "shipper.queue.mem.events: must be between 1 and 67108864"},
-      {"socket in a missing directory", {out, "shipper.server.server=unix:///no/such/dir/s.sock"},
+      {"socket in a missing directory",
+       {out, "shipper.server.server=unix:///no/such/dir/s.sock"},
        "cannot listen on 'unix:///no/such/dir/s.sock'"},
-      {"file output path is a file", {absl::StrCat("shipper.output.file.path=", dir, "/a-file")},
+      {"file output path is a file",
+       {absl::StrCat("shipper.output.file.path=", dir, "/a-file")},
        "shipper.output.file.path: '"},
-      {"unresolvable listen address", {out, "shipper.server.server=999.1.1.1:80"},
+      {"unresolvable listen address",
+       {out, "shipper.server.server=999.1.1.1:80"},
        "cannot listen on '999.1.1.1:80'"},
       {"missing CA of the forwarding output",
        {"shipper.output.shipper.enabled=true", "shipper.output.shipper.server=127.0.0.1:1",
@@ -70,7 +74,8 @@ TEST(CheckConfigTest, StartAndCheckConfigRefuseTheSameWithTheSameWords) {
        {out, absl::StrCat("shipper.dead_letter.path=", dir, "/a-file/dl.ndjson")},
        "/a-file' is not a directory"},
       // One per output.
-      {"file: one file", {out, "shipper.output.file.number_of_files=1"},
+      {"file: one file",
+       {out, "shipper.output.file.number_of_files=1"},
        "expected a whole number >= 2"},
       {"console and file both enabled",
        {out, "shipper.output.console.enabled=true", "shipper.output.file.enabled=true"},
@@ -78,18 +83,23 @@ TEST(CheckConfigTest, StartAndCheckConfigRefuseTheSameWithTheSameWords) {
       {"discard and redis both enabled",
        {"shipper.output.discard.enabled=true", "shipper.output.redis.enabled=true"},
        "exactly one output may be enabled, but these are: redis, discard"},
-      {"redis: bad host", {"shipper.output.redis.enabled=true", "shipper.output.redis.hosts=a:x"},
+      {"redis: bad host",
+       {"shipper.output.redis.enabled=true", "shipper.output.redis.hosts=a:x"},
        "shipper.output.redis.hosts: 'a:x' is not host:port"},
-      {"shipper: no server", {"shipper.output.shipper.enabled=true"},
+      {"shipper: no server",
+       {"shipper.output.shipper.enabled=true"},
        "needs shipper.output.shipper.server"},
       // One per queue option.
       {"queue events 0", {out, "shipper.queue.mem.events=0"}, "shipper.queue.mem.events"},
       {"queue bytes", {out, "shipper.queue.mem.bytes=lots"}, "'shipper.queue.mem.bytes'"},
-      {"queue min_events", {out, "shipper.queue.mem.flush.min_events=-1"},
+      {"queue min_events",
+       {out, "shipper.queue.mem.flush.min_events=-1"},
        "'shipper.queue.mem.flush.min_events'"},
-      {"queue timeout", {out, "shipper.queue.mem.flush.timeout=-5ms"},
+      {"queue timeout",
+       {out, "shipper.queue.mem.flush.timeout=-5ms"},
        "'shipper.queue.mem.flush.timeout'"},
-      {"queue wait strategy", {out, "shipper.queue.mem.wait_strategy=spin"},
+      {"queue wait strategy",
+       {out, "shipper.queue.mem.wait_strategy=spin"},
        "'shipper.queue.mem.wait_strategy'"},
       // A value -E cannot read as YAML says so, instead of "got a null".
       {"unquoted format", {"shipper.output.redis.key=%{[x"}, "is not valid YAML"},
@@ -136,11 +146,10 @@ TEST(CheckConfigTest, LeavesNoFileDirectoryOrSocketBehind) {
   char short_dir[] = "/tmp/check-config-XXXXXX";
   ASSERT_NE(mkdtemp(short_dir), nullptr);
   const std::string dir = short_dir;
-  std::vector<std::string> args =
-      Overrides({absl::StrCat("shipper.server.server=unix://", dir, "/shipper.sock"),
-                 absl::StrCat("shipper.output.file.path=", dir, "/out/deeper"),
-                 absl::StrCat("shipper.dead_letter.path=", dir, "/dead/letters.ndjson"),
-                 "http.port=0"});
+  std::vector<std::string> args = Overrides(
+      {absl::StrCat("shipper.server.server=unix://", dir, "/shipper.sock"),
+       absl::StrCat("shipper.output.file.path=", dir, "/out/deeper"),
+       absl::StrCat("shipper.dead_letter.path=", dir, "/dead/letters.ndjson"), "http.port=0"});
   args.push_back("--check_config");
   auto [code, output] = testing::RunShipper(args);
   EXPECT_EQ(code, 0) << output;

@@ -27,9 +27,9 @@ constexpr int kNodeCpus = 64;             // a big node: the limit, not the host
 // "Kind/name" of each workload with a shipper container → the effective CPUs it should get.
 const std::map<std::string, int>& Expected() {
   static const auto* expected = new std::map<std::string, int>{
-      {"DaemonSet/log-agent", 1},             // 500m: floor, minimum 1
-      {"Deployment/example-app", 1},          // 500m
-      {"Deployment/shipper-aggregator", 2},   // 2
+      {"DaemonSet/log-agent", 1},            // 500m: floor, minimum 1
+      {"Deployment/example-app", 1},         // 500m
+      {"Deployment/shipper-aggregator", 2},  // 2
   };
   return *expected;
 }
@@ -52,9 +52,9 @@ int64_t MilliCpus(absl::string_view quantity) {
 int64_t QuotaUs(int64_t milli) { return std::max<int64_t>(milli * kCfsPeriodUs / 1000, 1000); }
 
 struct ShipperContainer {
-  std::string workload;   // Kind/name
-  std::string limit;      // resources.limits.cpu as written
-  std::string config;     // shipper.yml of the ConfigMap mounted at /etc/shipper
+  std::string workload;  // Kind/name
+  std::string limit;     // resources.limits.cpu as written
+  std::string config;    // shipper.yml of the ConfigMap mounted at /etc/shipper
 };
 
 std::vector<ShipperContainer> FindShipperContainers() {
@@ -76,14 +76,15 @@ std::vector<ShipperContainer> FindShipperContainers() {
     const YAML::Node spec = w["spec"]["template"]["spec"];
     std::map<std::string, std::string> config_volumes;  // volume name → ConfigMap name
     for (const YAML::Node& v : spec["volumes"]) {
-      if (v["configMap"]) config_volumes[v["name"].as<std::string>()] = v["configMap"]["name"].as<std::string>();
+      if (v["configMap"])
+        config_volumes[v["name"].as<std::string>()] = v["configMap"]["name"].as<std::string>();
     }
     for (const char* list : {"initContainers", "containers"}) {
       for (const YAML::Node& c : spec[list]) {
         if (c["image"].as<std::string>() != "shipper") continue;
         ShipperContainer s;
-        s.workload = absl::StrCat(w["kind"].as<std::string>(), "/",
-                                  w["metadata"]["name"].as<std::string>());
+        s.workload =
+            absl::StrCat(w["kind"].as<std::string>(), "/", w["metadata"]["name"].as<std::string>());
         s.limit = c["resources"]["limits"]["cpu"].as<std::string>("");
         for (const YAML::Node& m : c["volumeMounts"]) {
           if (m["mountPath"].as<std::string>() == "/etc/shipper") {

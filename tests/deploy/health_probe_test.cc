@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <regex>
 #include <string>
 
@@ -47,9 +46,9 @@ std::pair<int, std::string> Probe(const std::string& address) {
 }
 
 TEST(HealthProbeTest, ServingShipperExitsZero) {
-  absl::StatusOr<ShipperProcess> shipper = ShipperProcess::Start(
-      {"-E", "shipper.server.health.address=127.0.0.1:0", "-E",
-       "shipper.output.discard.enabled=true"});
+  absl::StatusOr<ShipperProcess> shipper =
+      ShipperProcess::Start({"-E", "shipper.server.health.address=127.0.0.1:0", "-E",
+                             "shipper.output.discard.enabled=true"});
   ASSERT_TRUE(shipper.ok()) << shipper.status();
   const std::string health = HealthAddress(*shipper);
   ASSERT_NE(health, shipper->address()) << "the health listener is a second port";
@@ -101,9 +100,9 @@ TEST(HealthProbeTest, DrainingShipperIsNotServing) {
 }
 
 TEST(HealthProbeTest, NothingListeningExitsOneAndSaysSo) {
-  absl::StatusOr<ShipperProcess> gone = ShipperProcess::Start(
-      {"-E", "shipper.server.health.address=127.0.0.1:0", "-E",
-       "shipper.output.discard.enabled=true"});
+  absl::StatusOr<ShipperProcess> gone =
+      ShipperProcess::Start({"-E", "shipper.server.health.address=127.0.0.1:0", "-E",
+                             "shipper.output.discard.enabled=true"});
   ASSERT_TRUE(gone.ok()) << gone.status();
   const std::string health = HealthAddress(*gone);
   gone->Signal(SIGKILL);

@@ -227,8 +227,7 @@ TEST(ShipperBinaryTest, ASecondShipperOnTheSameAddressFailsToStart) {
 TEST(ShipperBinaryTest, BadConfigIsRefusedWithTheReason) {
   auto [code, output] = testing::RunShipper({"-E", "shipper.queue.mem.events=lots"});
   EXPECT_EQ(code, 2);
-  EXPECT_NE(output.find("'shipper.queue.mem.events': expected a whole number"),
-            std::string::npos)
+  EXPECT_NE(output.find("'shipper.queue.mem.events': expected a whole number"), std::string::npos)
       << output;
   std::tie(code, output) = testing::RunShipper({"-c", "/nonexistent.yml"});
   EXPECT_EQ(code, 2);

@@ -41,8 +41,7 @@ TEST(CorpusReplayTest, EveryInputRunsCleanly) {
       std::ifstream in(path, std::ios::binary);
       std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       fprintf(stderr, "replaying %s (%zu bytes)\n", path.c_str(), data.size());
-      EXPECT_EQ(LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(data.data()),
-                                       data.size()),
+      EXPECT_EQ(LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(data.data()), data.size()),
                 0);
       ++inputs;
     }

@@ -31,7 +31,9 @@ std::string Request(EventShape shape, int events) {
   return out;
 }
 
-EventShape ShapeOf(const benchmark::State& state) { return static_cast<EventShape>(state.range(0)); }
+EventShape ShapeOf(const benchmark::State& state) {
+  return static_cast<EventShape>(state.range(0));
+}
 constexpr int kBatch = 500;
 
 void Finish(benchmark::State& state, const std::string& wire) {

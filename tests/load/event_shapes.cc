@@ -47,8 +47,8 @@ msg::ListValue* List(msg::Struct* s, const std::string& key) {
   return At(s, key).mutable_list_value();
 }
 
-constexpr const char* kPaths[] = {"/api/v1/orders",  "/api/v1/items", "/static/app.js",
-                                  "/healthz",        "/login",        "/api/v1/cart/checkout",
+constexpr const char* kPaths[] = {"/api/v1/orders",   "/api/v1/items", "/static/app.js",
+                                  "/healthz",         "/login",        "/api/v1/cart/checkout",
                                   "/images/logo.png", "/search"};
 constexpr const char* kMethods[] = {"GET", "GET", "GET", "POST", "PUT", "DELETE"};
 constexpr int kStatuses[] = {200, 200, 200, 200, 304, 301, 404, 500, 201, 200};
@@ -151,7 +151,8 @@ void MakeLarge(uint64_t seq, msg::Event* e) {
   At(process, "pid").set_int32_value(static_cast<int32_t>(h % 65536));
   PutString(process, "name", "java");
   msg::ListValue* args = List(process, "args");
-  for (const char* a : {"-Xmx2g", "-XX:+UseG1GC", "-jar", "/opt/app/orders.jar", "--spring.profiles.active=prod"}) {
+  for (const char* a :
+       {"-Xmx2g", "-XX:+UseG1GC", "-jar", "/opt/app/orders.jar", "--spring.profiles.active=prod"}) {
     args->add_values()->set_string_value(a);
   }
   At(f, "trace_sampled").set_bool_value(h % 2 == 0);

@@ -2,8 +2,8 @@
 //
 // Every shape is deterministic in (shape, seq): the same arguments always give the same event, so a
 // test can regenerate what it sent and compare. Consecutive seq values differ in their variable
-// fields (message text, offsets, sizes, timestamps) the way consecutive log lines do, so compressing
-// or deduplicating outputs do not see one repeated event.
+// fields (message text, offsets, sizes, timestamps) the way consecutive log lines do, so
+// compressing or deduplicating outputs do not see one repeated event.
 //
 // Thread safety: all functions are pure and safe to call from any thread.
 #ifndef SHIPPER_TESTS_LOAD_EVENT_SHAPES_H_
@@ -37,8 +37,7 @@ absl::string_view EventShapeName(EventShape shape);
 absl::StatusOr<EventShape> ParseEventShape(absl::string_view name);
 
 // Overwrites *event with the seq-th event of `shape`.
-void MakeEvent(EventShape shape, uint64_t seq,
-               elastic::agent::shipper::v1::messages::Event* event);
+void MakeEvent(EventShape shape, uint64_t seq, elastic::agent::shipper::v1::messages::Event* event);
 
 // The seq-th event of `shape`, serialized as a PublishRequest.events entry (field 2, tag and length
 // included): concatenations of these after an optional uuid field are valid PublishRequests.

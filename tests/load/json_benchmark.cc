@@ -43,9 +43,7 @@ void BM_AppendEventJson(benchmark::State& state) {
   state.SetLabel(std::string(EventShapeName(shape)) + ", " + std::to_string(out.GetSize()) +
                  " bytes");
 }
-BENCHMARK(BM_AppendEventJson)
-    ->ArgsProduct({{0, 1, 2}, {0, 1}})
-    ->ArgNames({"shape", "one_writer"});
+BENCHMARK(BM_AppendEventJson)->ArgsProduct({{0, 1, 2}, {0, 1}})->ArgNames({"shape", "one_writer"});
 
 }  // namespace
 }  // namespace shipper::load

@@ -53,12 +53,12 @@ class LatencyTracker {
  public:
   struct Counts {
     uint64_t accepted_events = 0;
-    uint64_t persisted_events = 0;    // events of calls whose index has been persisted
+    uint64_t persisted_events = 0;  // events of calls whose index has been persisted
     uint64_t highest_accepted_index = 0;
-    uint64_t persisted_index = 0;     // highest value the stream has reported
-    uint64_t pending_calls = 0;       // accepted, not yet persisted
-    absl::Time last_accepted;         // when the last accepted reply arrived
-    absl::Time last_persisted;        // when persisted_events last grew
+    uint64_t persisted_index = 0;  // highest value the stream has reported
+    uint64_t pending_calls = 0;    // accepted, not yet persisted
+    absl::Time last_accepted;      // when the last accepted reply arrived
+    absl::Time last_persisted;     // when persisted_events last grew
   };
 
   // A call sent at `sent` came back at `now` with `count` accepted events, the last of them at

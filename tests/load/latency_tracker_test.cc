@@ -76,7 +76,7 @@ TEST(LatencyTrackerTest, RepliesArrivingOutOfIndexOrder) {
 
 TEST(LatencyTrackerTest, PersistedBeforeTheReplyCompletesAtTheReply) {
   LatencyTracker t;
-  t.OnPersisted(500, At(3));              // the stream overtook the reply
+  t.OnPersisted(500, At(3));  // the stream overtook the reply
   t.OnAccepted(500, 50, At(0), At(4));
   EXPECT_EQ(t.GetCounts().persisted_events, 50u);
   EXPECT_EQ(t.GetCounts().pending_calls, 0u);

@@ -124,9 +124,7 @@ class Worker {
   bool StartBatch(Slot* slot);  // false when there is no more work
   void Send(Slot* slot);
   void OnComplete(Slot* slot);
-  void RetryLater(Slot* slot, absl::Duration delay) {
-    retries_.push({absl::Now() + delay, slot});
-  }
+  void RetryLater(Slot* slot, absl::Duration delay) { retries_.push({absl::Now() + delay, slot}); }
 
   Generator* const gen_;
   const double rate_;  // this worker's events/s; 0 = as fast as possible
@@ -199,8 +197,8 @@ class Generator {
     }
     absl::MutexLock lock(&uuid_mu_);
     if (first_error_.empty()) {
-      first_error_ = absl::StrCat("PublishEvents: code ", status.error_code(), ": ",
-                                  status.error_message());
+      first_error_ =
+          absl::StrCat("PublishEvents: code ", status.error_code(), ": ", status.error_message());
     }
   }
 
@@ -254,8 +252,8 @@ void Worker::Send(Slot* slot) {
   slot->context->set_deadline(absl::ToChronoTime(absl::Now() + gen_->options().call_timeout));
   slot->request = gen_->MakeRequest(slot->first + slot->done, slot->n - slot->done);
   slot->reply.Clear();
-  slot->call = slot->stub->PrepareUnaryCall(slot->context.get(), kPublishMethod, slot->request,
-                                            &cq_);
+  slot->call =
+      slot->stub->PrepareUnaryCall(slot->context.get(), kPublishMethod, slot->request, &cq_);
   slot->sent = absl::Now();
   slot->call->StartCall();
   slot->call->Finish(&slot->reply, &slot->status, slot);
@@ -395,8 +393,8 @@ void Generator::FollowPersisted() {
     }
     // A server may end the stream (or fail it); follow it again until the run is over.
     if (!stop_stream_.HasBeenNotified()) {
-      stop_stream_.WaitForNotificationWithTimeout(
-          status.ok() ? absl::Milliseconds(1) : absl::Milliseconds(100));
+      stop_stream_.WaitForNotificationWithTimeout(status.ok() ? absl::Milliseconds(1)
+                                                              : absl::Milliseconds(100));
     }
   }
 }
@@ -434,9 +432,9 @@ absl::StatusOr<LoadResult> Generator::Run() {
       if (stream_context_ != nullptr) stream_context_->TryCancel();
     }
     stream.join();
-    return absl::UnavailableError(
-        absl::StrCat("no PersistedIndex reply from ", options_.target, " within ",
-                     absl::FormatDuration(options_.connect_timeout)));
+    return absl::UnavailableError(absl::StrCat("no PersistedIndex reply from ", options_.target,
+                                               " within ",
+                                               absl::FormatDuration(options_.connect_timeout)));
   }
 
   if (options_.idle) {
@@ -524,8 +522,8 @@ absl::StatusOr<LoadResult> Generator::Run() {
     r.first_error = first_error_;
   }
   if (aborted_.load()) {
-    return absl::AbortedError(absl::StrCat("gave up after ", r.errors,
-                                           " failed calls; the first: ", r.first_error));
+    return absl::AbortedError(
+        absl::StrCat("gave up after ", r.errors, " failed calls; the first: ", r.first_error));
   }
   return r;
 }
@@ -574,13 +572,14 @@ std::string LoadResultJson(const LoadOptions& o, const LoadResult& r) {
       "\"events_persisted\": %d, \"calls\": %d, \"partial_replies\": %d, \"resent_events\": %d, "
       "\"errors\": %d, \"seconds\": %.3f, \"accepted_per_sec\": %.0f, "
       "\"persisted_per_sec\": %.0f, \"p50_ms\": %.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, "
-      "\"max_ms\": %.3f, \"reply_p50_ms\": %.3f, \"reply_p99_ms\": %.3f, \"client_cpu_sec\": %.3f, \"drained\": %s, \"first_error\": \"%s\"}",
-      JsonEscape(o.target), EventShapeName(o.shape), r.event_bytes, o.channels, o.inflight,
-      o.batch, o.rate, r.events_accepted, r.events_persisted, r.calls, r.partial_replies,
-      r.resent_events, r.errors, absl::ToDoubleSeconds(r.persist_time), r.accepted_per_sec,
-      r.persisted_per_sec, Ms(r.latency.p50), Ms(r.latency.p90), Ms(r.latency.p99),
-      Ms(r.latency.max), Ms(r.reply_latency.p50), Ms(r.reply_latency.p99), r.client_cpu_sec, r.drained ? "true" : "false",
-      JsonEscape(r.first_error));
+      "\"max_ms\": %.3f, \"reply_p50_ms\": %.3f, \"reply_p99_ms\": %.3f, \"client_cpu_sec\": %.3f, "
+      "\"drained\": %s, \"first_error\": \"%s\"}",
+      JsonEscape(o.target), EventShapeName(o.shape), r.event_bytes, o.channels, o.inflight, o.batch,
+      o.rate, r.events_accepted, r.events_persisted, r.calls, r.partial_replies, r.resent_events,
+      r.errors, absl::ToDoubleSeconds(r.persist_time), r.accepted_per_sec, r.persisted_per_sec,
+      Ms(r.latency.p50), Ms(r.latency.p90), Ms(r.latency.p99), Ms(r.latency.max),
+      Ms(r.reply_latency.p50), Ms(r.reply_latency.p99), r.client_cpu_sec,
+      r.drained ? "true" : "false", JsonEscape(r.first_error));
 }
 
 std::string FormatProgress(const LoadProgress& p) {

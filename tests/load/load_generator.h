@@ -35,17 +35,17 @@ struct LoadProgress {
 };
 
 struct LoadOptions {
-  std::string target;          // HOST:PORT
-  int channels = 4;            // distinct TCP connections
-  int inflight = 4;            // calls in flight per channel
-  int batch = 500;             // events per call
+  std::string target;  // HOST:PORT
+  int channels = 4;    // distinct TCP connections
+  int inflight = 4;    // calls in flight per channel
+  int batch = 500;     // events per call
   EventShape shape = EventShape::kFilebeat;
-  double rate = 0;             // events/s over all channels; 0: as fast as possible
+  double rate = 0;  // events/s over all channels; 0: as fast as possible
   // Stop after `events` accepted events, or when `duration` has passed; at least one must be set.
   uint64_t events = 0;
   absl::Duration duration = absl::ZeroDuration();
-  int threads = 1;             // completion-queue threads, channels spread over them
-  int pool_events = 4096;      // distinct events in the pre-serialized pool
+  int threads = 1;         // completion-queue threads, channels spread over them
+  int pool_events = 4096;  // distinct events in the pre-serialized pool
   absl::Duration poll_interval = absl::Milliseconds(1);  // PersistedIndexRequest.polling_interval
   absl::Duration call_timeout = absl::Seconds(10);
   absl::Duration connect_timeout = absl::Seconds(10);
@@ -61,20 +61,20 @@ struct LoadOptions {
 struct LoadResult {
   uint64_t events_accepted = 0;
   uint64_t events_persisted = 0;
-  uint64_t calls = 0;             // successful calls, partial ones included
-  uint64_t partial_replies = 0;   // calls that accepted fewer events than sent
-  uint64_t resent_events = 0;     // events sent again after a partial reply or an error
-  uint64_t errors = 0;            // calls that failed
+  uint64_t calls = 0;            // successful calls, partial ones included
+  uint64_t partial_replies = 0;  // calls that accepted fewer events than sent
+  uint64_t resent_events = 0;    // events sent again after a partial reply or an error
+  uint64_t errors = 0;           // calls that failed
   std::string first_error;
-  double event_bytes = 0;         // mean serialized size of one event entry
-  absl::Duration accept_time;     // start -> last accepted reply
-  absl::Duration persist_time;    // start -> last persisted event
+  double event_bytes = 0;       // mean serialized size of one event entry
+  absl::Duration accept_time;   // start -> last accepted reply
+  absl::Duration persist_time;  // start -> last persisted event
   double accepted_per_sec = 0;
   double persisted_per_sec = 0;
-  bool drained = false;           // every accepted event was persisted before drain_timeout
-  LatencySummary latency;         // publish -> persisted, per call
-  LatencySummary reply_latency;   // publish -> reply, per successful call
-  double client_cpu_sec = 0;      // this process's user + system CPU during the run
+  bool drained = false;          // every accepted event was persisted before drain_timeout
+  LatencySummary latency;        // publish -> persisted, per call
+  LatencySummary reply_latency;  // publish -> reply, per successful call
+  double client_cpu_sec = 0;     // this process's user + system CPU during the run
   std::string server_uuid;
 };
 

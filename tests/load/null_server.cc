@@ -21,9 +21,9 @@
 #include "absl/time/time.h"
 #include "glog/logging.h"
 #include "google/protobuf/arena.h"
-#include "grpcpp/grpcpp.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
+#include "grpcpp/grpcpp.h"
 #include "grpcpp/support/message_allocator.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "proto/producer.grpc.pb.h"
@@ -445,8 +445,7 @@ void IndexStream::OnDone() {
 
 class NullServerImpl final : public NullServer {
  public:
-  explicit NullServerImpl(const NullServerOptions& options)
-      : options_(options), service_(options) {
+  explicit NullServerImpl(const NullServerOptions& options) : options_(options), service_(options) {
     if (options.decode != NullServerOptions::Decode::kFull) {
       grpc_service_ = std::make_unique<RawService>(&service_, options.decode);
     } else if (options.api == NullServerOptions::Api::kAsync) {

@@ -139,8 +139,8 @@ class Prometheus {
         rapidjson::Document doc;
         doc.Parse(result->body.c_str());
         const rapidjson::Value& results = doc["data"]["result"];
-        if (results.Size() == 1 &&
-            absl::SimpleAtod(results[0]["value"][1].GetString(), &value) && value == want) {
+        if (results.Size() == 1 && absl::SimpleAtod(results[0]["value"][1].GetString(), &value) &&
+            value == want) {
           return value;
         }
       }
@@ -162,8 +162,8 @@ class MetricsTest : public ::testing::Test {
   void SetUp() override {
     absl::StatusOr<testing::ShipperProcess> process = testing::ShipperProcess::Start(
         {"-E", absl::StrCat("shipper.output.file.path=", TempDir(), "/out"), "-E",
-         absl::StrCat("shipper.queue.mem.events=", kQueueEvents),
-         "-E", "logging.metrics.period=1s"});
+         absl::StrCat("shipper.queue.mem.events=", kQueueEvents), "-E",
+         "logging.metrics.period=1s"});
     ASSERT_TRUE(process.ok()) << process.status();
     shipper_ = std::make_unique<testing::ShipperProcess>(*std::move(process));
     ASSERT_FALSE(shipper_->metrics_address().empty()) << shipper_->Log();
@@ -251,9 +251,9 @@ TEST_F(MetricsTest, CountersMatchWhatWasPublishedAndPrometheusScrapesThem) {
   EXPECT_EQ(samples[R"(shipper_events_rejected_total{reason="queue_full"})"], rejected_full);
   EXPECT_EQ(samples["shipper_queue_events"], 0);
   EXPECT_EQ(samples["shipper_queue_max_events"], kQueueEvents);
-  EXPECT_EQ(samples[absl::StrCat("shipper_grpc_requests_total{method=\"", kPublish,
-                                 "\",code=\"OK\"}")],
-            calls_[grpc::StatusCode::OK]);
+  EXPECT_EQ(
+      samples[absl::StrCat("shipper_grpc_requests_total{method=\"", kPublish, "\",code=\"OK\"}")],
+      calls_[grpc::StatusCode::OK]);
   EXPECT_EQ(samples[absl::StrCat("shipper_grpc_requests_total{method=\"", kPublish,
                                  "\",code=\"FAILED_PRECONDITION\"}")],
             1);

@@ -31,25 +31,22 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
   std::filesystem::remove_all(out);
   const std::string aggregator_address = absl::StrCat("127.0.0.1:", FreePort());
   const std::vector<std::string> aggregator_args = {
-      "-E", absl::StrCat("shipper.server.server=", aggregator_address),
-      "-E", absl::StrCat("shipper.output.file.path=", out),
-      "-E", "shipper.output.file.rotate_every_kb=1048576",  // one file: nothing rotates away
+      "-E", absl::StrCat("shipper.server.server=", aggregator_address), "-E",
+      absl::StrCat("shipper.output.file.path=", out), "-E",
+      "shipper.output.file.rotate_every_kb=1048576",  // one file: nothing rotates away
       // Batches wait up to 300 ms in the aggregator's queue, so the kill finds events it
       // accepted but never wrote: the sidecar must resend them to the new instance.
-      "-E", "shipper.queue.mem.flush.min_events=8192",
-      "-E", "shipper.queue.mem.flush.timeout=300ms",
-      "-E", "http.port=0"};
+      "-E", "shipper.queue.mem.flush.min_events=8192", "-E",
+      "shipper.queue.mem.flush.timeout=300ms", "-E", "http.port=0"};
   auto first = ShipperProcess::Start(aggregator_args);
   ASSERT_TRUE(first.ok()) << first.status();
   auto aggregator = std::make_unique<ShipperProcess>(*std::move(first));
   auto sidecar = ShipperProcess::Start(
-      {"-E", "shipper.output.shipper.enabled=true",
-       "-E", absl::StrCat("shipper.output.shipper.server=", aggregator_address),
-       "-E", "shipper.output.shipper.timeout=2s",
-       "-E", "shipper.output.backoff.init=50ms",
-       "-E", "shipper.output.backoff.max=500ms",
-       "-E", "shipper.queue.mem.events=16384",
-       "-E", "http.port=0"});
+      {"-E", "shipper.output.shipper.enabled=true", "-E",
+       absl::StrCat("shipper.output.shipper.server=", aggregator_address), "-E",
+       "shipper.output.shipper.timeout=2s", "-E", "shipper.output.backoff.init=50ms", "-E",
+       "shipper.output.backoff.max=500ms", "-E", "shipper.queue.mem.events=16384", "-E",
+       "http.port=0"});
   ASSERT_TRUE(sidecar.ok()) << sidecar.status();
 
   std::atomic<uint64_t> persisted{0};
@@ -99,8 +96,8 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
   std::cout << "sidecar persisted index at the kill: " << at_kill << "; " << resent
             << " batch attempts retried; all " << kEvents << " events in the aggregator's file, "
             << duplicates << " duplicates\n";
-  EXPECT_NE(log.find("restarted: uuid"), std::string::npos)
-      << "the sidecar saw the new uuid:\n" << log;
+  EXPECT_NE(log.find("restarted: uuid"), std::string::npos) << "the sidecar saw the new uuid:\n"
+                                                            << log;
   EXPECT_GT(resent, 0) << log;
 }
 
@@ -114,8 +111,8 @@ void MakePki(const std::string& dir) {
     ASSERT_EQ(std::system((command + " 2>/dev/null").c_str()), 0) << command;
   };
   for (const std::string ca : {"ca", "other_ca"}) {
-    run(absl::StrCat("openssl req -x509", ec, " -keyout ", dir, "/", ca, ".key -out ", dir, "/",
-                     ca, ".crt -days 1 -subj /CN=", ca));
+    run(absl::StrCat("openssl req -x509", ec, " -keyout ", dir, "/", ca, ".key -out ", dir, "/", ca,
+                     ".crt -days 1 -subj /CN=", ca));
   }
   for (const std::string name : {"aggregator", "client"}) {
     run(absl::StrCat("openssl req", ec, " -keyout ", dir, "/", name, ".key -out ", dir, "/", name,
@@ -130,24 +127,22 @@ TEST(ForwardTest, ForwardsOverMutualTlsOnlyToAnAggregatorItTrusts) {
   const std::string pki = absl::StrCat(getenv("TEST_TMPDIR"), "/pki");
   MakePki(pki);
   auto aggregator = ShipperProcess::Start(
-      {"-E", "shipper.output.discard.enabled=true",
-       "-E", absl::StrCat("shipper.server.ssl.certificate=", pki, "/aggregator.crt"),
-       "-E", absl::StrCat("shipper.server.ssl.key=", pki, "/aggregator.key"),
-       "-E", absl::StrCat("shipper.server.ssl.certificate_authorities=", pki, "/ca.crt"),
-       "-E", "shipper.server.ssl.client_authentication=required",
-       "-E", "http.port=0"});
+      {"-E", "shipper.output.discard.enabled=true", "-E",
+       absl::StrCat("shipper.server.ssl.certificate=", pki, "/aggregator.crt"), "-E",
+       absl::StrCat("shipper.server.ssl.key=", pki, "/aggregator.key"), "-E",
+       absl::StrCat("shipper.server.ssl.certificate_authorities=", pki, "/ca.crt"), "-E",
+       "shipper.server.ssl.client_authentication=required", "-E", "http.port=0"});
   ASSERT_TRUE(aggregator.ok()) << aggregator.status();
   auto sidecar_trusting = [&](const std::string& ca) {
     return ShipperProcess::Start(
-        {"-E", "shipper.output.shipper.enabled=true",
-         "-E", absl::StrCat("shipper.output.shipper.server=", aggregator->address()),
-         "-E", "shipper.output.shipper.ssl.enabled=true",
-         "-E", absl::StrCat("shipper.output.shipper.ssl.certificate_authorities=", pki, "/", ca),
-         "-E", absl::StrCat("shipper.output.shipper.ssl.certificate=", pki, "/client.crt"),
-         "-E", absl::StrCat("shipper.output.shipper.ssl.key=", pki, "/client.key"),
-         "-E", "shipper.output.backoff.init=50ms",
-         "-E", "shipper.output.backoff.max=200ms",
-         "-E", "http.port=0"});
+        {"-E", "shipper.output.shipper.enabled=true", "-E",
+         absl::StrCat("shipper.output.shipper.server=", aggregator->address()), "-E",
+         "shipper.output.shipper.ssl.enabled=true", "-E",
+         absl::StrCat("shipper.output.shipper.ssl.certificate_authorities=", pki, "/", ca), "-E",
+         absl::StrCat("shipper.output.shipper.ssl.certificate=", pki, "/client.crt"), "-E",
+         absl::StrCat("shipper.output.shipper.ssl.key=", pki, "/client.key"), "-E",
+         "shipper.output.backoff.init=50ms", "-E", "shipper.output.backoff.max=200ms", "-E",
+         "http.port=0"});
   };
 
   auto sidecar = sidecar_trusting("ca.crt");

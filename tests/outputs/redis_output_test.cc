@@ -57,8 +57,8 @@ TEST(RedisOutputTest, TwoHundredThousandEventsArriveIntact) {
   constexpr uint64_t kEvents = 200000;
   auto redis = RedisServer::Start(FreePort(), TempDir("bulk"), /*append_only=*/false);
   ASSERT_TRUE(redis.ok()) << redis.status();
-  auto shipper = ShipperProcess::Start(
-      ShipperArgs((*redis)->port(), "logs-%{[data_stream.dataset]}"));
+  auto shipper =
+      ShipperProcess::Start(ShipperArgs((*redis)->port(), "logs-%{[data_stream.dataset]}"));
   ASSERT_TRUE(shipper.ok()) << shipper.status();
   ProducerClient client(shipper->address());
   const absl::Time start = absl::Now();
@@ -66,8 +66,8 @@ TEST(RedisOutputTest, TwoHundredThousandEventsArriveIntact) {
   ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(60)),
             client.last_index())
       << shipper->Log();
-  std::cout << kEvents << " events published and persisted in Redis in "
-            << absl::Now() - start << "\n";
+  std::cout << kEvents << " events published and persisted in Redis in " << absl::Now() - start
+            << "\n";
 
   std::vector<std::string> items = (*redis)->ReadList("logs-nginx.access");
   ASSERT_EQ(items.size(), kEvents) << "the key takes data_stream.dataset from each event";
@@ -80,7 +80,8 @@ TEST(RedisOutputTest, TwoHundredThousandEventsArriveIntact) {
     ASSERT_TRUE(seqs.insert(seq).second) << "event " << seq << " twice";
     // Exactly the document the file output writes for this event.
     rapidjson::StringBuffer expected_json;
-    AppendEventJson(TestEvent(seq).SerializeAsString(), doc["@metadata"]["index"].GetUint64(), &expected_json);
+    AppendEventJson(TestEvent(seq).SerializeAsString(), doc["@metadata"]["index"].GetUint64(),
+                    &expected_json);
     rapidjson::Document expected;
     expected.Parse(expected_json.GetString(), expected_json.GetSize() - 1);
     ASSERT_TRUE(doc == expected) << "event " << seq << " changed:\n" << item;
@@ -130,8 +131,9 @@ TEST(RedisOutputTest, RedisKilledAndRestartedLosesNothingAndNothingIsReportedEar
   const uint64_t at_kill = persisted;
   // What the killed Redis had, to compare with what Shipper claimed in the meantime.
   const std::string snapshot = TempDir("fault-snapshot");
-  std::filesystem::copy(dir, snapshot, std::filesystem::copy_options::recursive |
-                                           std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy(
+      dir, snapshot,
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
   absl::SleepFor(absl::Seconds(2));
   const uint64_t before_restart = persisted;
   EXPECT_FALSE(published) << "Redis died mid-stream";
@@ -210,9 +212,9 @@ TEST(RedisOutputTest, StreamWithPasswordAndDb) {
   auto redis = RedisServer::Start(FreePort(), TempDir("stream"), /*append_only=*/false, "s3cret");
   ASSERT_TRUE(redis.ok()) << redis.status();
   std::vector<std::string> args = ShipperArgs((*redis)->port(), "events");
-  args.insert(args.end(), {"-E", "shipper.output.redis.datatype=stream", "-E",
-                           "shipper.output.redis.password=s3cret", "-E",
-                           "shipper.output.redis.db=3"});
+  args.insert(args.end(),
+              {"-E", "shipper.output.redis.datatype=stream", "-E",
+               "shipper.output.redis.password=s3cret", "-E", "shipper.output.redis.db=3"});
   ASSERT_NO_FATAL_FAILURE(PublishAllAndWait(args, kEvents));
   auto c = (*redis)->Connect();  // one connection: SELECT holds for its later commands
   ASSERT_NE(c, nullptr);
@@ -245,8 +247,7 @@ TEST(RedisOutputTest, ChannelReachesSubscribers) {
   auto subscriber = (*redis)->Connect();
   ASSERT_NE(subscriber, nullptr);
   freeReplyObject(redisCommand(subscriber.get(), "SUBSCRIBE logs-nginx.access"));
-  std::vector<std::string> args =
-      ShipperArgs((*redis)->port(), "logs-%{[data_stream.dataset]}");
+  std::vector<std::string> args = ShipperArgs((*redis)->port(), "logs-%{[data_stream.dataset]}");
   args.insert(args.end(), {"-E", "shipper.output.redis.datatype=channel"});
   auto shipper = ShipperProcess::Start(args);
   ASSERT_TRUE(shipper.ok()) << shipper.status();

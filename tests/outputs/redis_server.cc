@@ -29,18 +29,26 @@ int FreePort() {
 }
 
 absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(int port, const std::string& dir,
-                                                                 bool append_only,
-                                                                 const std::string& password) {
+                                                                bool append_only,
+                                                                const std::string& password) {
   const std::string log = absl::StrCat(dir, "/redis-", port, ".log");
   std::vector<std::string> args = {"/usr/bin/redis-server",
-                                   "--bind", "127.0.0.1",
-                                   "--port", absl::StrCat(port),
-                                   "--dir", dir,
-                                   "--save", "",
-                                   "--appendonly", append_only ? "yes" : "no",
-                                   "--appendfsync", "always",
-                                   "--protected-mode", "no",
-                                   "--logfile", log};
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--port",
+                                   absl::StrCat(port),
+                                   "--dir",
+                                   dir,
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   append_only ? "yes" : "no",
+                                   "--appendfsync",
+                                   "always",
+                                   "--protected-mode",
+                                   "no",
+                                   "--logfile",
+                                   log};
   if (!password.empty()) args.insert(args.end(), {"--requirepass", password});
   pid_t pid = fork();
   if (pid == 0) {
@@ -58,8 +66,7 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(int port, const 
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) {
       server->pid_ = 0;
-      return absl::FailedPreconditionError(
-          absl::StrCat("redis-server exited at start; see ", log));
+      return absl::FailedPreconditionError(absl::StrCat("redis-server exited at start; see ", log));
     }
     absl::SleepFor(absl::Milliseconds(20));
   }

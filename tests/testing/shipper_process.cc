@@ -108,7 +108,8 @@ absl::StatusOr<int> ShipperProcess::Wait(absl::Duration timeout) {
     }
     absl::SleepFor(absl::Milliseconds(10));
   }
-  return absl::DeadlineExceededError(absl::StrCat("shipper still runs after ", absl::FormatDuration(timeout)));
+  return absl::DeadlineExceededError(
+      absl::StrCat("shipper still runs after ", absl::FormatDuration(timeout)));
 }
 
 std::string ShipperProcess::Log() const { return ReadFile(log_path_); }

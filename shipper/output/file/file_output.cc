@@ -53,7 +53,10 @@ class OpenFile {
  public:
   // `dir` holds the file: its entry may be new, so the first sync flushes the directory too.
   OpenFile(int fd, std::string path, uint64_t size, std::string dir, SyncFunction sync)
-      : fd_(fd), path_(std::move(path)), sync_(std::move(sync)), written_(size),
+      : fd_(fd),
+        path_(std::move(path)),
+        sync_(std::move(sync)),
+        written_(size),
         dir_(std::move(dir)) {}
   OpenFile(const OpenFile&) = delete;
   OpenFile& operator=(const OpenFile&) = delete;
@@ -111,7 +114,7 @@ class OpenFile {
  private:
   // Constant after construction.
   const int fd_;
-  const std::string path_;  // for errors; the file may have been renamed since
+  const std::string path_;   // for errors; the file may have been renamed since
   const SyncFunction sync_;  // ::fdatasync but in tests
 
   std::atomic<uint64_t> written_;
@@ -184,8 +187,7 @@ class ScopedFd {
 
 class FileOutput final : public Output {
  public:
-  FileOutput(const FileSettings& config, std::shared_ptr<OpenFile> file,
-             SyncFunction sync)
+  FileOutput(const FileSettings& config, std::shared_ptr<OpenFile> file, SyncFunction sync)
       : config_(config),
         path_(absl::StrCat(config.path, "/", config.filename)),
         limit_(config.rotate_every_kb * 1024),
@@ -288,7 +290,7 @@ class FileOutput final : public Output {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const FileSettings& config,
-                                                       std::function<int(int fd)> fdatasync) {
+                                                      std::function<int(int fd)> fdatasync) {
   absl::Status dir = MakeDirectories("shipper.output.file.path", config.path, 0750);
   if (!dir.ok()) return dir;
   absl::StatusOr<std::shared_ptr<OpenFile>> file = Open(config, fdatasync);
@@ -308,9 +310,7 @@ absl::StatusOr<std::unique_ptr<Output>> FileSettings::Build() const {
   return NewFileOutput(*this, ::fdatasync);
 }
 
-std::string FileSettings::Destination() const {
-  return absl::StrCat("file ", path, "/", filename);
-}
+std::string FileSettings::Destination() const { return absl::StrCat("file ", path, "/", filename); }
 
 OutputType FileOutputType() {
   using K = KeysOf<FileSettings>;

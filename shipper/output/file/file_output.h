@@ -54,7 +54,7 @@ OutputType FileOutputType();
 // `fdatasync` (with ::fdatasync's contract, errno included): tests see which flushes cover a
 // batch. INVALID_ARGUMENT names the setting to fix.
 absl::StatusOr<std::unique_ptr<Output>> NewFileOutput(const FileSettings& settings,
-                                                       std::function<int(int fd)> fdatasync);
+                                                      std::function<int(int fd)> fdatasync);
 
 }  // namespace shipper
 

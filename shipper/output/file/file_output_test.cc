@@ -231,14 +231,13 @@ TEST_F(FileOutputTest, WritersThatFinishDuringAFlushShareTheNextOne) {
   RecordingSync recording;
   absl::Notification first_flush_started, release_first_flush;
   std::atomic<int> calls{0};
-  absl::StatusOr<std::unique_ptr<Output>> output =
-      NewFileOutput(config_, [&](int fd) {
-        if (calls.fetch_add(1) == 0) {
-          first_flush_started.Notify();
-          release_first_flush.WaitForNotification();
-        }
-        return recording(fd);
-      });
+  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, [&](int fd) {
+    if (calls.fetch_add(1) == 0) {
+      first_flush_started.Notify();
+      release_first_flush.WaitForNotification();
+    }
+    return recording(fd);
+  });
   ASSERT_TRUE(output.ok()) << output.status();
   QueuedEvents events(TestEvents(40));
   std::vector<queue::Batch> batches;

@@ -75,13 +75,13 @@ class ForwardOutput final : public Output {
           absl::MutexLock lock(&mu_);
           known_uuid_.clear();  // it restarted: the next attempt is a first contact
         }
-        return absl::UnavailableError(absl::StrCat("forwarding to ", config_.server, ": ",
-                                                   status.error_message()));
+        return absl::UnavailableError(
+            absl::StrCat("forwarding to ", config_.server, ": ", status.error_message()));
       }
       if (!first && reply.uuid() != uuid) {
-        return absl::UnavailableError(absl::StrCat(
-            "the Shipper at ", config_.server, " restarted (uuid ", uuid, " became ",
-            reply.uuid(), ") while taking this batch: resending it"));
+        return absl::UnavailableError(
+            absl::StrCat("the Shipper at ", config_.server, " restarted (uuid ", uuid, " became ",
+                         reply.uuid(), ") while taking this batch: resending it"));
       }
       first = false;
       uuid = reply.uuid();
@@ -98,9 +98,9 @@ class ForwardOutput final : public Output {
       // The follower saw another instance after this batch started, and that was not the one
       // that took it: the one that did is gone with the batch.
       if (generation_ > generation && follower_uuid_ != uuid) {
-        return absl::UnavailableError(absl::StrCat(
-            "the Shipper at ", config_.server, " restarted (uuid ", uuid, " became ",
-            follower_uuid_, ") before persisting this batch: resending it"));
+        return absl::UnavailableError(
+            absl::StrCat("the Shipper at ", config_.server, " restarted (uuid ", uuid, " became ",
+                         follower_uuid_, ") before persisting this batch: resending it"));
       }
       if (cancelled_) return absl::CancelledError("shutting down");
       changed_.Wait(&mu_);
@@ -164,7 +164,7 @@ class ForwardOutput final : public Output {
   const std::unique_ptr<Producer::Stub> stub_;
 
   absl::Mutex mu_;
-  absl::CondVar changed_;  // the follower learnt something, or Cancel()
+  absl::CondVar changed_;                        // the follower learnt something, or Cancel()
   std::string known_uuid_ ABSL_GUARDED_BY(mu_);  // sent in requests: from the latest reply
   // What the PersistedIndex stream last said; generation_ counts changes of its uuid.
   std::string follower_uuid_ ABSL_GUARDED_BY(mu_);
@@ -211,8 +211,8 @@ absl::StatusOr<std::unique_ptr<Output>> ForwardSettings::Build() const {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // An address gRPC cannot resolve shows up as UNAVAILABLE on every call, with the address.
-  return std::make_unique<ForwardOutput>(
-      *this, grpc::CreateCustomChannel(server, *credentials, args));
+  return std::make_unique<ForwardOutput>(*this,
+                                         grpc::CreateCustomChannel(server, *credentials, args));
 }
 
 void ForwardSettings::Validate(Problems* problems) const {
@@ -251,7 +251,7 @@ OutputType ForwardOutputType() {
   using K = KeysOf<ForwardSettings>;
   using Ssl = ForwardSettings::Ssl;
   const auto ssl = [](auto member) {
-    return [member](ForwardSettings& s) -> auto& { return s.ssl.*member; };
+    return [member](ForwardSettings & s) -> auto& { return s.ssl.*member; };
   };
   return MakeOutputType<ForwardSettings>(
       "shipper", "forward events to another Shipper (aggregator tier)",

@@ -1,5 +1,5 @@
-// The forwarding output (shipper.output.shipper): forwards batches to the next Shipper over the Producer API (aggregator
-// tiers: sidecars forwarding to a per-node or per-cluster Shipper).
+// The forwarding output (shipper.output.shipper): forwards batches to the next Shipper over the
+// Producer API (aggregator tiers: sidecars forwarding to a per-node or per-cluster Shipper).
 //
 // Write() publishes the batch, resending what a reply did not accept (partial acceptance), and
 // returns only once the next Shipper reports, on its PersistedIndex stream, that everything up
@@ -24,7 +24,7 @@ namespace shipper {
 
 // shipper.output.shipper.*
 struct ForwardSettings final : OutputSettings {
-  std::string server;  // the next Shipper: host:port or unix:///path
+  std::string server;                          // the next Shipper: host:port or unix:///path
   absl::Duration timeout = absl::Seconds(30);  // per PublishEvents call
   // TLS to the next Shipper when enabled: its certificate is verified against
   // certificate_authorities (empty: gRPC's default roots); certificate and key, both or

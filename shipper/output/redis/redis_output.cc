@@ -15,8 +15,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "hiredis/hiredis.h"
-#include "shipper/output/batch_json.h"
 #include "shipper/event/field_format.h"
+#include "shipper/output/batch_json.h"
 
 namespace shipper {
 namespace {
@@ -44,8 +44,8 @@ absl::StatusOr<Host> ParseHost(const std::string& name) {
     host.ip = name.substr(0, colon);
     if (!absl::SimpleAtoi(name.substr(colon + 1), &host.port) || host.port <= 0 ||
         host.port > 65535 || host.ip.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shipper.output.redis.hosts: '", name, "' is not host:port (e.g. 127.0.0.1:6379)"));
+      return absl::InvalidArgumentError(absl::StrCat("shipper.output.redis.hosts: '", name,
+                                                     "' is not host:port (e.g. 127.0.0.1:6379)"));
     }
   }
   return host;
@@ -238,13 +238,12 @@ OutputType RedisOutputType() {
                     "list, channel or stream name; %{[data_stream.dataset]} takes it from each "
                     "event, %{[field]:default} when the field may be missing",
                     &RedisSettings::key),
-          K::Choice<RedisDatatype>(
-              "shipper.output.redis.datatype",
-              "RPUSH to a list, PUBLISH to a channel, XADD to a stream",
-              {{"list", RedisDatatype::kList},
-               {"channel", RedisDatatype::kChannel},
-               {"stream", RedisDatatype::kStream}},
-              &RedisSettings::datatype),
+          K::Choice<RedisDatatype>("shipper.output.redis.datatype",
+                                   "RPUSH to a list, PUBLISH to a channel, XADD to a stream",
+                                   {{"list", RedisDatatype::kList},
+                                    {"channel", RedisDatatype::kChannel},
+                                    {"stream", RedisDatatype::kStream}},
+                                   &RedisSettings::datatype),
           K::Size("shipper.output.redis.db", "Redis database number (SELECT)", 0, false,
                   &RedisSettings::db),
           K::String("shipper.output.redis.password", "Redis password (AUTH); unset: none",
