@@ -87,11 +87,15 @@ TEST(WorkerPoolTest, WorkerIdsAreUniqueAmongLiveWorkers) {
 
 TEST(WorkerPoolTest, ShrinkDoesNotWaitForSurplusWorkers) {
   std::atomic<bool> release{false};
+  std::atomic<int> working{0};
   WorkerPool pool("slow", 2, [&](const WorkerPool::Worker& self) {
+    ++working;
     // Holds its unit of work until released, ignoring stopping() meanwhile.
     while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     while (!self.stopping()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
+  // Both in their unit of work: a worker stopped before it began one finishes at once.
+  ASSERT_TRUE(Eventually([&] { return working.load() == 2; }));
   pool.Resize(1);
   EXPECT_EQ(pool.size(), 1);
   EXPECT_EQ(pool.live_threads(), 2);  // the surplus one still finishes its work
