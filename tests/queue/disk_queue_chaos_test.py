@@ -117,7 +117,7 @@ class DiskQueueChaosTest(unittest.TestCase):
         duplicates = sum(c - 1 for c in counts.values())
         print(f"chaos: {KILLS} SIGKILLs, {persisted_seq} events reported persisted, "
               f"{len(counts)} distinct delivered, {duplicates} duplicates, {len(missing)} missing")
-        self.assertGreater(persisted_seq, 1000 * 1, "the client made progress")
+        self.assertGreater(persisted_seq, 1000, "the client made progress")
         self.assertEqual(missing[:10], [], "reported persisted, never delivered")
 
 

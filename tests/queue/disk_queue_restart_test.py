@@ -4,7 +4,9 @@ that is down, and is delivered after the restart; the queue's files shrink back 
 Publishes with Python's grpcio, following the wire protocol (resend what was not accepted)."""
 import json
 import os
+import re
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,8 +67,7 @@ class DiskQueueRestartTest(unittest.TestCase):
         return 0
 
     def metric(self, shipper, name):
-        port = int(__import__("re").search(r"metrics on http://\S+:(\d+)/metrics",
-                                           shipper.text()).group(1))
+        port = int(re.search(r"metrics on http://\S+:(\d+)/metrics", shipper.text()).group(1))
         page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
         for line in page.decode().splitlines():
             if line.startswith(name + " "):
@@ -166,7 +167,6 @@ class DiskQueueRestartTest(unittest.TestCase):
         blocker = os.path.join(self.tmp, "a-file")
         with open(blocker, "w") as f:
             f.write("x")
-        import subprocess
         out = subprocess.run(["shipper/shipper", "--check_config",
                               "-E", "shipper.queue.disk.enabled=true",
                               "-E", f"shipper.queue.disk.path={blocker}/queue"],
