@@ -325,6 +325,7 @@ class DiskQueueImpl final : public DiskQueue {
   std::vector<Chunk> pending_ ABSL_GUARDED_BY(publish_mu_);
   std::vector<Run> pending_runs_ ABSL_GUARDED_BY(publish_mu_);
   uint64_t pending_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
+  bool full_ ABSL_GUARDED_BY(publish_mu_) = false;  // max_size refused an event, logged
   uint64_t tail_segment_ ABSL_GUARDED_BY(publish_mu_) = 0;  // 0: start one with the next event
   uint64_t tail_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
   std::deque<Mark> marks_ ABSL_GUARDED_BY(publish_mu_);
@@ -430,9 +431,19 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
   size_t n = 0;
   for (; n < events.size(); ++n) {
     const uint64_t frame = kFrameHeaderBytes + events[n].bytes();
-    if (!(empty && n == 0) && (pending_bytes_ + frame > options_.buffer_size ||
-                               disk_bytes + pending_bytes_ + frame > options_.max_size)) {
-      break;
+    if (!(empty && n == 0)) {
+      if (disk_bytes + pending_bytes_ + frame > options_.max_size) {
+        if (!full_) {
+          // Once per episode: the rejections themselves are counted (queue_full), not logged.
+          ABSL_RAW_LOG(ERROR,
+                       "disk queue: full at shipper.queue.disk.max_size (%llu bytes): publishes "
+                       "are refused until the output drains it",
+                       static_cast<unsigned long long>(options_.max_size));
+          full_ = true;
+        }
+        break;
+      }
+      if (pending_bytes_ + frame > options_.buffer_size) break;
     }
     const uint64_t index = published + 1 + n;
     if (tail_segment_ == 0 || (tail_bytes_ > 0 && tail_bytes_ + frame > segment_size_)) {
@@ -459,6 +470,10 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
     tail_bytes_ += frame;
     pending_bytes_ += frame;
     Event copied = std::move(events[n]);
+  }
+  if (full_ && n == events.size()) {
+    ABSL_RAW_LOG(INFO, "disk queue: has room again below shipper.queue.disk.max_size");
+    full_ = false;
   }
   if (n == 0) return 0;
   producer->published += n;

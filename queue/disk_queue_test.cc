@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "queue/disk_queue_test_util.h"
@@ -198,12 +199,15 @@ TEST_F(DiskQueueTest, FullQueueAcceptsAPrefixAndRecovers) {
   auto producer = queue->NewProducer(nullptr);
   uint64_t accepted = 0;
   PublishResult r;
+  ::testing::internal::CaptureStderr();
   for (int i = 0; i < 100 && r.status.ok(); ++i) {
     r = TryPublish(producer.get(), accepted, 10);
     accepted += r.accepted;
     if (!r.status.ok()) break;
     queue->WaitPersisted(accepted - 1, In(absl::Seconds(10)));
   }
+  // A second refusal in the same episode is counted, not logged again.
+  EXPECT_EQ(TryPublish(producer.get(), accepted, 10).accepted, 0u);
   EXPECT_EQ(r.status.code(), absl::StatusCode::kResourceExhausted) << r.status;
   EXPECT_LE(queue->disk_stats().bytes, options_.max_size);
   EXPECT_GT(accepted, 40);
@@ -213,6 +217,11 @@ TEST_F(DiskQueueTest, FullQueueAcceptsAPrefixAndRecovers) {
   r = Publish(producer.get(), accepted, 10, In(absl::Seconds(20)));
   EXPECT_TRUE(r.status.ok()) << r.status;
   consumer.join();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  const std::vector<std::string> full =
+      absl::StrSplit(log, "disk queue: full at shipper.queue.disk.max_size (16384 bytes)");
+  EXPECT_EQ(full.size(), 2u) << "the full queue is logged once per episode:\n" << log;
+  EXPECT_NE(log.find("disk queue: has room again"), std::string::npos) << log;
 }
 
 TEST_F(DiskQueueTest, ConcurrentPublishersShareSyncs) {
