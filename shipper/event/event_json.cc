@@ -1,5 +1,6 @@
 #include "shipper/event/event_json.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -9,143 +10,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "rapidjson/internal/dtoa.h"
+#include "rapidjson/internal/itoa.h"
 #include "shipper/event/wire_event.h"
 
 namespace shipper {
 namespace {
 
-using Writer = event_json_internal::Writer;
-using Entry = event_json_internal::Entry;
+using Entry = EventJsonWriter::Entry;
 namespace kind = wire::value;
 
-void Key(absl::string_view key, Writer& w) { w.Str(key); }
-
-void String(absl::string_view s, Writer& w) { w.Str(s); }
-
-// Writes `n` as exactly `width` decimal digits ending just before `end`.
-void Digits(uint64_t n, int width, char* end) {
-  for (int i = 0; i < width; ++i, n /= 10) *--end = static_cast<char>('0' + n % 10);
-}
-
-// RFC 3339 in UTC with nanoseconds: 2024-05-06T07:08:09.123456789Z. Formatted by hand: it runs
-// for every event, and snprintf plus a time-zone lookup cost more than the rest of a small event.
-void Timestamp(absl::string_view body, Writer& w) {
-  const wire::TimestampParts ts(body);
-  // Days since 1970-01-01 to a civil date: Howard Hinnant's days_from_civil, inverted.
-  const int64_t seconds = ts.seconds;
-  int64_t days = seconds / 86400;
-  int64_t rest = seconds % 86400;
-  if (rest < 0) rest += 86400, days -= 1;
-  const int64_t z = days + 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  const int64_t day = doy - (153 * mp + 2) / 5 + 1;
-  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
-  const int64_t year = yoe + era * 400 + (month <= 2);
-  if (year < 0 || year > 9999 || ts.nanos < 0 || ts.nanos > 999999999) {
-    // Outside what RFC 3339 can say (protobuf's Timestamp allows years 1 to 9999 only): keep the
-    // raw value rather than invent a date.
-    w.String(absl::StrCat(seconds, "s+", ts.nanos, "ns").c_str());
-    return;
-  }
-  char buf[] = "0000-00-00T00:00:00.000000000Z";
-  Digits(year, 4, buf + 4);
-  Digits(month, 2, buf + 7);
-  Digits(day, 2, buf + 10);
-  Digits(rest / 3600, 2, buf + 13);
-  Digits(rest / 60 % 60, 2, buf + 16);
-  Digits(rest % 60, 2, buf + 19);
-  Digits(ts.nanos, 9, buf + 29);
-  w.Str({buf, sizeof buf - 1});
-}
-
-void Double(double d, Writer& w) {
-  if (std::isfinite(d)) {
-    w.Double(d);
-  } else {
-    w.Null();
-  }
-}
-
-void Value(absl::string_view body, Writer& w);
-
-// Writes the entries of `s` as members of the object being written, except those whose names
-// `reserved` lists; those go to `shadowed` for the caller to keep elsewhere.
-void Members(absl::string_view s, absl::Span<const absl::string_view> reserved,
-             std::vector<Entry>* shadowed, Writer& w) {
-  wire::ForEachEntry(s, [&](absl::string_view key, absl::string_view value) {
-    for (absl::string_view r : reserved) {
-      if (key == r) {
-        shadowed->push_back({key, value});
-        return;
-      }
-    }
-    Key(key, w);
-    Value(value, w);
-  });
-}
-
-void Struct(absl::string_view s, Writer& w) {
-  w.StartObject();
-  wire::ForEachEntry(s, [&](absl::string_view key, absl::string_view value) {
-    Key(key, w);
-    Value(value, w);
-  });
-  w.EndObject();
-}
-
-void Value(absl::string_view body, Writer& w) {
-  const wire::ValueParts v(body);
-  switch (v.kind) {
-    case kind::kFloat64:
-      Double(absl::bit_cast<double>(v.scalar), w);
-      break;
-    case kind::kFloat32:
-      Double(absl::bit_cast<float>(static_cast<uint32_t>(v.scalar)), w);
-      break;
-    case kind::kInt32:
-      w.Int(static_cast<int32_t>(v.scalar));
-      break;
-    case kind::kInt64:
-      w.Int64(static_cast<int64_t>(v.scalar));
-      break;
-    case kind::kUint32:
-      w.Uint(static_cast<uint32_t>(v.scalar));
-      break;
-    case kind::kUint64:
-      w.Uint64(v.scalar);
-      break;
-    case kind::kString:
-      String(v.bytes, w);
-      break;
-    case kind::kBool:
-      w.Bool(v.scalar != 0);
-      break;
-    case kind::kStruct:
-      Struct(v.bytes, w);
-      break;
-    case kind::kList:
-      w.StartArray();
-      wire::ForEachItem(v.bytes, [&](absl::string_view item) { Value(item, w); });
-      w.EndArray();
-      break;
-    case kind::kTimestamp:
-      Timestamp(v.bytes, w);
-      break;
-    default:  // null, or no kind set
-      w.Null();
-      break;
-  }
-}
-
-}  // namespace
-
-namespace event_json_internal {
-
-namespace {
+// Room claimed from the buffer at a time: most documents fit in one window.
+constexpr size_t kWindow = 4096;
+// The longest number rapidjson writes: "-1.2345678901234567e-308", or 20 digits and a sign.
+constexpr size_t kMaxNumber = 25;
 
 // What rapidjson escapes from UTF-8 to UTF-8: control characters, '"' and '\\'.
 constexpr std::array<bool, 256> kPlain = [] {
@@ -154,24 +32,35 @@ constexpr std::array<bool, 256> kPlain = [] {
   return plain;
 }();
 
-// The position of the first byte from `i` on that needs an escape, or n. Eight bytes at a time:
-// in each word, flags bytes below 0x20 and bytes equal to '"' or '\\' (the lowest flag is
-// exact, which is the one taken).
-size_t PlainUntil(const char* p, size_t i, size_t n) {
+// The high bit of each byte of the 8 at `p` that needs an escape (below 0x20, '"' or '\\'), and
+// maybe of bytes after it: a borrow can flag the bytes above a flagged one, so only the lowest
+// flag is exact, and a word with no byte to escape has no flag.
+uint64_t EscapeFlags(const char* p) {
   constexpr uint64_t kOnes = 0x0101010101010101u, kHigh = 0x8080808080808080u;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t x;
-    std::memcpy(&x, p + i, 8);
-    const uint64_t quote = x ^ (kOnes * '"'), backslash = x ^ (kOnes * '\\');
-    const uint64_t flags =
-        ((x - kOnes * 0x20) & ~x) | ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash);
-    if (flags & kHigh) return i + static_cast<size_t>(__builtin_ctzll(flags & kHigh) / 8);
-  }
-  while (i < n && kPlain[static_cast<uint8_t>(p[i])]) ++i;
-  return i;
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  const uint64_t quote = x ^ (kOnes * '"'), backslash = x ^ (kOnes * '\\');
+  return (((x - kOnes * 0x20) & ~x) | ((quote - kOnes) & ~quote) |
+          ((backslash - kOnes) & ~backslash)) &
+         kHigh;
 }
 
-// rapidjson's escape of a byte that kPlain refuses.
+// The position of the first byte from `i` on that needs an escape, or n. Eight bytes at a time;
+// the last eight overlap bytes just found plain, among which no flag falls.
+size_t PlainUntil(const char* p, size_t i, size_t n) {
+  if (n - i < 8) {
+    while (i < n && kPlain[static_cast<uint8_t>(p[i])]) ++i;
+    return i;
+  }
+  for (; i + 8 <= n; i += 8) {
+    if (const uint64_t flags = EscapeFlags(p + i)) return i + __builtin_ctzll(flags) / 8;
+  }
+  if (i == n) return n;
+  const uint64_t flags = EscapeFlags(p + n - 8);
+  return flags ? n - 8 + __builtin_ctzll(flags) / 8 : n;
+}
+
+// rapidjson's escape of a byte that kPlain refuses, written at `out` (6 bytes at most).
 size_t Escape(uint8_t c, char* out) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   out[0] = '\\';
@@ -204,89 +93,264 @@ size_t Escape(uint8_t c, char* out) {
   return 6;
 }
 
-}  // namespace
-
-void Writer::Str(absl::string_view s) {
-  Prefix(rapidjson::kStringType);
-  const size_t n = s.size();
-  os_->Put('"');
-  for (size_t i = 0; i < n;) {
-    const size_t plain = PlainUntil(s.data(), i, n);
-    if (plain > i) std::memcpy(os_->Push(plain - i), s.data() + i, plain - i);
-    if (plain == n) break;
-    char escaped[6];
-    const size_t length = Escape(static_cast<uint8_t>(s[plain]), escaped);
-    std::memcpy(os_->Push(length), escaped, length);
-    i = plain + 1;
-  }
-  os_->Put('"');
-  EndValue(true);
+// Writes `n` as exactly `width` decimal digits ending just before `end`.
+void Digits(uint64_t n, int width, char* end) {
+  for (int i = 0; i < width; ++i, n /= 10) *--end = static_cast<char>('0' + n % 10);
 }
 
-}  // namespace event_json_internal
+// One document's encoding. Every value is followed by a ',', which closing its object or array
+// turns into the closing bracket: the encoder never asks whether a member is the first.
+class Encoder {
+ public:
+  Encoder(rapidjson::StringBuffer* buffer, std::vector<Entry>* shadowed)
+      : buffer_(buffer), shadowed_(shadowed) {}
+  // Gives back the room claimed and not written.
+  ~Encoder() { buffer_->Pop(static_cast<size_t>(end_ - p_)); }
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
+
+  void Document(absl::string_view event, uint64_t index, Metadata metadata);
+
+ private:
+  // Makes room for `n` more bytes at p_.
+  void Need(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) Grow(n);
+  }
+  void Grow(size_t n) {
+    buffer_->Pop(static_cast<size_t>(end_ - p_));
+    const size_t window = std::max(n, kWindow);
+    p_ = buffer_->Push(window);  // right after what was written: the document stays contiguous
+    end_ = p_ + window;
+  }
+  void Raw(absl::string_view s) {
+    Need(s.size());
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+  }
+  void Char(char c) {
+    Need(1);
+    *p_++ = c;
+  }
+  // Ends the object or array being written with `bracket` and a ',' after it. Its opening
+  // bracket or a member's ',' is always the last byte written before.
+  void Close(char bracket) {
+    if (p_[-1] == ',') {
+      p_[-1] = bracket;
+    } else {
+      Char(bracket);
+    }
+    Char(',');
+  }
+  // The last ',' written becomes `last`: the end of the document.
+  void End(char last) { p_[-1] = last; }
+
+  // `s` quoted and escaped as rapidjson escapes it, then `after`.
+  void Quoted(absl::string_view s, char after);
+  void String(absl::string_view s) { Quoted(s, ','); }
+  void Key(absl::string_view key) { Quoted(key, ':'); }
+  void Timestamp(absl::string_view body);
+  void Double(double d);
+  template <typename Format, typename T>
+  void Number(Format format, T value) {
+    Need(kMaxNumber + 1);
+    p_ = format(value, p_);
+    *p_++ = ',';
+  }
+  void Value(absl::string_view body);
+  // The entries of `s` as members of the object being written, except those whose names
+  // `reserved` lists; those go to shadowed_ for the caller to keep elsewhere.
+  void Members(absl::string_view s, absl::Span<const absl::string_view> reserved);
+
+  rapidjson::StringBuffer* const buffer_;
+  std::vector<Entry>* const shadowed_;
+  char* p_ = nullptr;    // where the next byte goes
+  char* end_ = nullptr;  // the end of the room claimed
+};
+
+void Encoder::Quoted(absl::string_view s, char after) {
+  const char* data = s.data();
+  const size_t n = s.size();
+  Need(n + 3);
+  *p_++ = '"';
+  for (size_t i = 0;;) {
+    const size_t plain = PlainUntil(data, i, n);
+    std::memcpy(p_, data + i, plain - i);
+    p_ += plain - i;
+    if (plain == n) break;
+    Need(6 + (n - plain - 1) + 2);  // the escape, the rest, '"' and `after`
+    p_ += Escape(static_cast<uint8_t>(data[plain]), p_);
+    i = plain + 1;
+  }
+  *p_++ = '"';
+  *p_++ = after;
+}
+
+// RFC 3339 in UTC with nanoseconds: 2024-05-06T07:08:09.123456789Z. Formatted by hand: it runs
+// for every event, and snprintf plus a time-zone lookup cost more than the rest of a small event.
+void Encoder::Timestamp(absl::string_view body) {
+  const wire::TimestampParts ts(body);
+  // Days since 1970-01-01 to a civil date: Howard Hinnant's days_from_civil, inverted.
+  const int64_t seconds = ts.seconds;
+  int64_t days = seconds / 86400;
+  int64_t rest = seconds % 86400;
+  if (rest < 0) rest += 86400, days -= 1;
+  const int64_t z = days + 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const int64_t doe = z - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153;
+  const int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  const int64_t year = yoe + era * 400 + (month <= 2);
+  if (year < 0 || year > 9999 || ts.nanos < 0 || ts.nanos > 999999999) {
+    // Outside what RFC 3339 can say (protobuf's Timestamp allows years 1 to 9999 only): keep the
+    // raw value rather than invent a date.
+    String(absl::StrCat(seconds, "s+", ts.nanos, "ns"));
+    return;
+  }
+  static constexpr char kPattern[] = "\"0000-00-00T00:00:00.000000000Z\",";
+  Need(sizeof kPattern - 1);
+  char* const buf = p_ + 1;  // past the quote
+  std::memcpy(p_, kPattern, sizeof kPattern - 1);
+  Digits(year, 4, buf + 4);
+  Digits(month, 2, buf + 7);
+  Digits(day, 2, buf + 10);
+  Digits(rest / 3600, 2, buf + 13);
+  Digits(rest / 60 % 60, 2, buf + 16);
+  Digits(rest % 60, 2, buf + 19);
+  Digits(ts.nanos, 9, buf + 29);
+  p_ += sizeof kPattern - 1;
+}
+
+void Encoder::Double(double d) {
+  if (std::isfinite(d)) {
+    Number([](double v, char* out) { return rapidjson::internal::dtoa(v, out); }, d);
+  } else {
+    Raw("null,");
+  }
+}
+
+void Encoder::Members(absl::string_view s, absl::Span<const absl::string_view> reserved) {
+  wire::ForEachEntry(s, [&](absl::string_view key, absl::string_view value) {
+    for (absl::string_view r : reserved) {
+      if (key == r) {
+        shadowed_->push_back({key, value});
+        return;
+      }
+    }
+    Key(key);
+    Value(value);
+  });
+}
+
+void Encoder::Value(absl::string_view body) {
+  const wire::ValueParts v(body);
+  switch (v.kind) {
+    case kind::kFloat64:
+      Double(absl::bit_cast<double>(v.scalar));
+      break;
+    case kind::kFloat32:
+      Double(absl::bit_cast<float>(static_cast<uint32_t>(v.scalar)));
+      break;
+    case kind::kInt32:
+      Number(rapidjson::internal::i32toa, static_cast<int32_t>(v.scalar));
+      break;
+    case kind::kInt64:
+      Number(rapidjson::internal::i64toa, static_cast<int64_t>(v.scalar));
+      break;
+    case kind::kUint32:
+      Number(rapidjson::internal::u32toa, static_cast<uint32_t>(v.scalar));
+      break;
+    case kind::kUint64:
+      Number(rapidjson::internal::u64toa, v.scalar);
+      break;
+    case kind::kString:
+      String(v.bytes);
+      break;
+    case kind::kBool:
+      Raw(v.scalar != 0 ? "true," : "false,");
+      break;
+    case kind::kStruct:
+      Char('{');
+      Members(v.bytes, {});
+      Close('}');
+      break;
+    case kind::kList:
+      Char('[');
+      wire::ForEachItem(v.bytes, [&](absl::string_view item) { Value(item); });
+      Close(']');
+      break;
+    case kind::kTimestamp:
+      Timestamp(v.bytes);
+      break;
+    default:  // null, or no kind set
+      Raw("null,");
+      break;
+  }
+}
+
+void Encoder::Document(absl::string_view event, uint64_t index, Metadata metadata) {
+  const wire::EventParts parts(event);
+  shadowed_->clear();
+  Char('{');
+  absl::string_view top_level[3] = {"@metadata"};
+  size_t n = 1;
+  if (parts.has_timestamp) top_level[n++] = "@timestamp";
+  if (parts.has_data_stream) top_level[n++] = "data_stream";
+  Members(parts.fields, absl::MakeConstSpan(top_level, n));
+  if (parts.has_timestamp) {
+    Raw("\"@timestamp\":");
+    Timestamp(parts.timestamp);
+  }
+  if (parts.has_data_stream) {
+    absl::string_view ds[4];  // by field number: type, dataset, namespace
+    wire::StringsByNumber(parts.data_stream, ds);
+    Raw("\"data_stream\":{\"type\":");
+    String(ds[1]);
+    Raw("\"dataset\":");
+    String(ds[2]);
+    Raw("\"namespace\":");
+    String(ds[3]);
+    Close('}');
+  }
+  if (metadata == Metadata::kOmit) {
+    Close('}');
+    End('\n');
+    return;
+  }
+  absl::string_view source[3];  // by field number: input_id, stream_id
+  wire::StringsByNumber(parts.source, source);
+  Raw("\"@metadata\":{");
+  Members(parts.metadata, {"input_id", "stream_id", "index", "shadowed"});
+  Raw("\"input_id\":");
+  String(source[1]);
+  Raw("\"stream_id\":");
+  String(source[2]);
+  Raw("\"index\":");
+  Number(rapidjson::internal::u64toa, index);
+  if (!shadowed_->empty()) {
+    // Fields and metadata entries named like the keys above, kept rather than dropped.
+    Raw("\"shadowed\":{");
+    for (const Entry& entry : *shadowed_) {
+      Key(entry.key);
+      Value(entry.value);
+    }
+    Close('}');
+  }
+  Close('}');
+  Close('}');
+  End('\n');
+}
+
+}  // namespace
 
 void AppendEventJson(absl::string_view event, uint64_t index, rapidjson::StringBuffer* out) {
   EventJsonWriter(out).Append(event, index);
 }
 
 void EventJsonWriter::Append(absl::string_view event, uint64_t index) {
-  const wire::EventParts parts(event);
-  Writer& w = writer_;
-  w.Reset(*out_);  // keeps the level stack's memory
-  std::vector<Entry>& shadowed = shadowed_;
-  shadowed.clear();
-  w.StartObject();
-  absl::string_view top_level[3] = {"@metadata"};
-  size_t n = 1;
-  if (parts.has_timestamp) top_level[n++] = "@timestamp";
-  if (parts.has_data_stream) top_level[n++] = "data_stream";
-  Members(parts.fields, absl::MakeConstSpan(top_level, n), &shadowed, w);
-  if (parts.has_timestamp) {
-    Key("@timestamp", w);
-    Timestamp(parts.timestamp, w);
-  }
-  if (parts.has_data_stream) {
-    absl::string_view ds[4];  // by field number: type, dataset, namespace
-    wire::StringsByNumber(parts.data_stream, ds);
-    Key("data_stream", w);
-    w.StartObject();
-    Key("type", w);
-    String(ds[1], w);
-    Key("dataset", w);
-    String(ds[2], w);
-    Key("namespace", w);
-    String(ds[3], w);
-    w.EndObject();
-  }
-  if (metadata_ == Metadata::kOmit) {
-    w.EndObject();
-    out_->Put('\n');
-    return;
-  }
-  absl::string_view source[3];  // by field number: input_id, stream_id
-  wire::StringsByNumber(parts.source, source);
-  Key("@metadata", w);
-  w.StartObject();
-  Members(parts.metadata, {"input_id", "stream_id", "index", "shadowed"}, &shadowed, w);
-  Key("input_id", w);
-  String(source[1], w);
-  Key("stream_id", w);
-  String(source[2], w);
-  Key("index", w);
-  w.Uint64(index);
-  if (!shadowed.empty()) {
-    // Fields and metadata entries named like the keys above, kept rather than dropped.
-    Key("shadowed", w);
-    w.StartObject();
-    for (const Entry& entry : shadowed) {
-      Key(entry.key, w);
-      Value(entry.value, w);
-    }
-    w.EndObject();
-  }
-  w.EndObject();
-  w.EndObject();
-  out_->Put('\n');
+  Encoder(out_, &shadowed_).Document(event, index, metadata_);
 }
 
 }  // namespace shipper

@@ -23,53 +23,41 @@
 
 #include "absl/strings/string_view.h"
 #include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
 
 namespace shipper {
 
 // Appends the JSON document of `event` (canonical wire bytes) and a newline to `out`.
 void AppendEventJson(absl::string_view event, uint64_t index, rapidjson::StringBuffer* out);
 
-namespace event_json_internal {
-
-// rapidjson's Writer, copying strings that need no escaping (most) whole rather than byte by
-// byte.
-class Writer : public rapidjson::Writer<rapidjson::StringBuffer> {
- public:
-  using rapidjson::Writer<rapidjson::StringBuffer>::Writer;
-
-  // A string: a value, or a key in an object.
-  void Str(absl::string_view s);
-};
-
-// A Struct entry: its key and its Value's wire bytes.
-struct Entry {
-  absl::string_view key;
-  absl::string_view value;
-};
-
-}  // namespace event_json_internal
-
 // Whether a document carries its `@metadata` object.
 enum class Metadata { kInclude, kOmit };
 
-// The same for many events into one buffer: the JSON writer and its allocations are reused from
-// event to event (a writer per event costs two allocations and frees of its level stack).
+// The same for many events into one buffer, reusing what the encoder keeps from event to event.
+//
+// One pass over the wire bytes writes the document straight into `out`: room is claimed a
+// window at a time and checked once per value or run of plain bytes, commas are placed by the
+// structure rather than tracked per value, and numbers are formatted by rapidjson's itoa and
+// Grisu dtoa (what its Writer writes, byte for byte).
 class EventJsonWriter {
  public:
   explicit EventJsonWriter(rapidjson::StringBuffer* out, Metadata metadata = Metadata::kInclude)
-      : out_(out), metadata_(metadata), writer_(*out) {}
+      : out_(out), metadata_(metadata) {}
   EventJsonWriter(const EventJsonWriter&) = delete;
   EventJsonWriter& operator=(const EventJsonWriter&) = delete;
 
   // Appends the JSON document of `event` (canonical wire bytes) and a newline to the buffer.
   void Append(absl::string_view event, uint64_t index);
 
+  // A Struct entry: its key and its Value's wire bytes.
+  struct Entry {
+    absl::string_view key;
+    absl::string_view value;
+  };
+
  private:
   rapidjson::StringBuffer* const out_;
   const Metadata metadata_;
-  event_json_internal::Writer writer_;
-  std::vector<event_json_internal::Entry> shadowed_;  // of the event being written
+  std::vector<Entry> shadowed_;  // of the event being written
 };
 
 }  // namespace shipper

@@ -8,6 +8,8 @@
 #include "gtest/gtest.h"
 #include "proto/messages.pb.h"
 #include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 
 namespace shipper {
 namespace {
@@ -179,33 +181,75 @@ TEST(EventJsonTest, WithoutMetadataTheDocumentIsTheRestUnchanged) {
   EXPECT_STREQ(doc["message"].GetString(), "hello");
 }
 
+// The document of an event with the one field `key`: value, without @metadata.
+std::string OneField(const std::string& key, const pb::Value& value) {
+  pb::Event event;
+  Field(event, key) = value;
+  rapidjson::StringBuffer buffer;
+  EventJsonWriter(&buffer, Metadata::kOmit).Append(event.SerializeAsString(), 0);
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+// What rapidjson's own Writer makes of {key: value}, written by `write`, and the newline.
+template <typename Write>
+std::string Rapidjson(const std::string& key, Write write) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+  write(w);
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
 TEST(EventJsonTest, StringsAreWrittenAsRapidjsonEscapesThem) {
-  // The writer copies runs without escapes whole, a word at a time; the result must not differ
-  // from rapidjson's byte-by-byte escaping, for keys and values alike, wherever in a word the
-  // escapes fall.
+  // The encoder copies runs without escapes whole, a word at a time, into room it claims ahead;
+  // the result must not differ from rapidjson's byte-by-byte escaping, for keys and values
+  // alike, wherever in a word the escapes fall, and across the room claimed (4 KiB at a time).
   std::string every_byte;
   for (int c = 0; c < 256; ++c) every_byte += absl::StrCat("0123456789abcdef", std::string(1, c));
   for (const std::string& s :
-       {std::string(), std::string("plain ascii"), every_byte,
+       {std::string(), std::string("plain ascii"), every_byte, std::string(5000, '"'),
+        std::string(5000, '\x01'), std::string(9000, 'x') + "\n",
         std::string("\"\"\"\"\"\"\"\"\"\\\\\\\\\\"),
         std::string("GET \"/api/v1/items?id=1 HTTP/1.1\" 200 \"curl\""),
         std::string("quote \" here"), std::string("back\\slash"),
         std::string("ctrl \x01 \x1f \n \t"), std::string("del \x7f"),
         std::string("utf-8 é 日本 \xf0\x9f\x98\x80"), std::string("nul \0 inside", 13)}) {
-    rapidjson::StringBuffer ours, theirs;
-    event_json_internal::Writer w(ours);
-    rapidjson::Writer<rapidjson::StringBuffer> r(theirs);
-    w.StartObject();
-    r.StartObject();
-    w.Str(s);
-    r.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-    w.Str(s);
-    r.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-    w.EndObject();
-    r.EndObject();
-    EXPECT_EQ(std::string(ours.GetString(), ours.GetSize()),
-              std::string(theirs.GetString(), theirs.GetSize()));
+    pb::Value value;
+    value.set_string_value(s);
+    EXPECT_EQ(OneField(s, value), Rapidjson(s, [&](auto& w) {
+                w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+              }));
   }
+}
+
+TEST(EventJsonTest, NumbersAreWrittenAsRapidjsonWritesThem) {
+  for (double d : {0.0, -0.0, 0.1, 1.0 / 3, 1e21, 1e-7, 123456789012345678.0,
+                   std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
+                   std::numeric_limits<double>::min(), std::numeric_limits<double>::denorm_min()}) {
+    pb::Value value;
+    value.set_float64_value(d);
+    EXPECT_EQ(OneField("n", value), Rapidjson("n", [&](auto& w) { w.Double(d); }));
+  }
+  for (int64_t i : {int64_t{0}, int64_t{-1}, std::numeric_limits<int64_t>::min(),
+                    std::numeric_limits<int64_t>::max()}) {
+    pb::Value value;
+    value.set_int64_value(i);
+    EXPECT_EQ(OneField("n", value), Rapidjson("n", [&](auto& w) { w.Int64(i); }));
+  }
+  pb::Value value;
+  value.set_uint64_value(std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(OneField("n", value),
+            Rapidjson("n", [&](auto& w) { w.Uint64(std::numeric_limits<uint64_t>::max()); }));
+  value.set_int32_value(std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(OneField("n", value),
+            Rapidjson("n", [&](auto& w) { w.Int(std::numeric_limits<int32_t>::min()); }));
+  value.set_uint32_value(std::numeric_limits<uint32_t>::max());
+  EXPECT_EQ(OneField("n", value),
+            Rapidjson("n", [&](auto& w) { w.Uint(std::numeric_limits<uint32_t>::max()); }));
+  value.set_float32_value(0.1f);
+  EXPECT_EQ(OneField("n", value), Rapidjson("n", [&](auto& w) { w.Double(0.1f); }));
 }
 
 TEST(EventJsonTest, OneWriterForManyEventsWritesWhatAppendEventJsonWrites) {

@@ -31,6 +31,14 @@ EventParts::EventParts(absl::string_view event) {
 }
 
 ValueParts::ValueParts(absl::string_view value) {
+  // Most values are one string shorter than 128 bytes: its tag, its length, its bytes.
+  const auto* p = reinterpret_cast<const uint8_t*>(value.data());
+  if (value.size() >= 2 && p[0] == (value::kString << 3 | kLength) && p[1] < 0x80 &&
+      p[1] + 2u == value.size()) {
+    kind = value::kString;
+    bytes = value.substr(2);
+    return;
+  }
   Reader reader(value);
   Field field;
   while (reader.Next(&field)) {

@@ -171,6 +171,21 @@ struct TimestampParts {
   explicit TimestampParts(absl::string_view timestamp);
 };
 
+// Whether a Struct entry's body is exactly its key, then its value, each with a length below
+// 128, as most are; if so, stores them. Else the caller reads the entry field by field.
+inline bool ShortEntry(absl::string_view body, absl::string_view* key, absl::string_view* value) {
+  const auto* p = reinterpret_cast<const uint8_t*>(body.data());
+  const size_t n = body.size();
+  if (n < 4 || p[0] != (1 << 3 | kLength) || p[1] >= 0x80) return false;
+  const size_t v = 2 + p[1];  // where the value's tag would be
+  if (v + 2 > n || p[v] != (2 << 3 | kLength) || p[v + 1] >= 0x80 || v + 2 + p[v + 1] != n) {
+    return false;
+  }
+  *key = body.substr(2, p[1]);
+  *value = body.substr(v + 2);
+  return true;
+}
+
 // Calls visit(key, value_body) for each entry of a canonical Struct, in wire order. An entry
 // without a key has the key ""; without a value, an empty body (a Value of no kind).
 template <typename Visit>
@@ -180,12 +195,14 @@ void ForEachEntry(absl::string_view struct_body, Visit visit) {
   while (entries.Next(&entry)) {
     if (entry.number() != 1 || entry.type() != kLength) continue;
     absl::string_view key, value;
-    Reader parts(entry.bytes);
-    Field part;
-    while (parts.Next(&part)) {
-      if (part.type() != kLength) continue;
-      if (part.number() == 1) key = part.bytes;
-      if (part.number() == 2) value = part.bytes;
+    if (!ShortEntry(entry.bytes, &key, &value)) {
+      Reader parts(entry.bytes);
+      Field part;
+      while (parts.Next(&part)) {
+        if (part.type() != kLength) continue;
+        if (part.number() == 1) key = part.bytes;
+        if (part.number() == 2) value = part.bytes;
+      }
     }
     visit(key, value);
   }
