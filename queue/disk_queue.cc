@@ -277,9 +277,14 @@ class DiskQueueImpl final : public DiskQueue {
   }
 
   // Consumer side. Reads the frames of up to `max_events` events from read_ + 1 into a batch,
-  // marking the indexes of lost frames done on the way. Returns null when it read none.
+  // marking the indexes of lost frames done on the way. Returns null when it read none; then
+  // `*error` says why if a segment could not be opened or read.
   ReadBatch* ReadEvents(size_t max_events, uint64_t synced, uint64_t* first_index, size_t* size,
-                        internal::Wakeups* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
+                        absl::Status* error, internal::Wakeups* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
+  // How long to wait before reading again after `error`: logged when it is new, then retried at
+  // a growing interval. An ok `error` ends the episode.
+  absl::Duration ReadRetry(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
   // The first segment with an id >= `min_id`.
   std::optional<Segment> FindSegment(uint64_t min_id) const;
   void MarkDone(uint64_t first_index, uint64_t last_index, internal::Wakeups* wake)
@@ -325,7 +330,7 @@ class DiskQueueImpl final : public DiskQueue {
   std::vector<Chunk> pending_ ABSL_GUARDED_BY(publish_mu_);
   std::vector<Run> pending_runs_ ABSL_GUARDED_BY(publish_mu_);
   uint64_t pending_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
-  bool full_ ABSL_GUARDED_BY(publish_mu_) = false;  // max_size refused an event, logged
+  bool full_ ABSL_GUARDED_BY(publish_mu_) = false;          // max_size refused an event, logged
   uint64_t tail_segment_ ABSL_GUARDED_BY(publish_mu_) = 0;  // 0: start one with the next event
   uint64_t tail_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
   std::deque<Mark> marks_ ABSL_GUARDED_BY(publish_mu_);
@@ -348,6 +353,8 @@ class DiskQueueImpl final : public DiskQueue {
   int cursor_fd_ ABSL_GUARDED_BY(get_mu_) = -1;
   uint64_t read_damage_end_ ABSL_GUARDED_BY(get_mu_) = 0;
   size_t frame_bytes_estimate_ ABSL_GUARDED_BY(get_mu_) = 1024;
+  std::string read_error_ ABSL_GUARDED_BY(get_mu_);  // the last one logged; empty: reading
+  absl::Duration read_backoff_ ABSL_GUARDED_BY(get_mu_) = kRetryMin;
   internal::WaitChannel drained_{&get_mu_, &done_};  // Drain
 
   // The segment files; the writer appends and deletes, the reader looks up.
@@ -537,7 +544,9 @@ Batch DiskQueueImpl::Get(size_t max_events, absl::Time deadline) {
     if (ReadyToFlush(unread, max_events, closed)) {
       uint64_t first = 0;
       size_t size = 0;
-      ReadBatch* batch = ReadEvents(max_events, synced, &first, &size, &wake);
+      absl::Status error;
+      ReadBatch* batch = ReadEvents(max_events, synced, &first, &size, &error, &wake);
+      const absl::Duration retry = ReadRetry(error);
       if (batch != nullptr) batch->SetRange(first, size);
       if (read_.load(std::memory_order_relaxed) < synced) {
         internal::MutexLock producer_side(&publish_mu_);
@@ -547,10 +556,9 @@ Batch DiskQueueImpl::Get(size_t max_events, absl::Time deadline) {
         batches_[first] = batch;
         return MakeBatch(this, batch->slots(), batch->mask(), first, size);
       }
-      if (read_.load(std::memory_order_relaxed) == read) {
-        // A read error, logged: try again a little later rather than spin.
+      if (!error.ok()) {
         get_mu_.Unlock();
-        absl::SleepFor(std::min(kRetryMin * 10, deadline - absl::Now()));
+        absl::SleepFor(std::min(retry, deadline - absl::Now()));
         get_mu_.Lock();
       }
       if (absl::Now() >= deadline) return Batch();
@@ -576,8 +584,27 @@ std::optional<Segment> DiskQueueImpl::FindSegment(uint64_t min_id) const {
   return std::nullopt;
 }
 
+absl::Duration DiskQueueImpl::ReadRetry(const absl::Status& error) {
+  if (error.ok()) {
+    if (!read_error_.empty()) {
+      ABSL_RAW_LOG(INFO, "disk queue: reading again after: %s", read_error_.c_str());
+      read_error_.clear();
+      read_backoff_ = kRetryMin;
+    }
+    return absl::ZeroDuration();
+  }
+  std::string text = error.ToString();
+  if (text != read_error_) {
+    ABSL_RAW_LOG(ERROR, "disk queue: %s; retrying until it reads", text.c_str());
+    read_error_ = std::move(text);
+  }
+  const absl::Duration retry = read_backoff_;
+  read_backoff_ = std::min(read_backoff_ * 2, kRetryMax);
+  return retry;
+}
+
 ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_t* first_index,
-                                     size_t* size, internal::Wakeups* wake) {
+                                     size_t* size, absl::Status* error, internal::Wakeups* wake) {
   uint64_t next = read_.load(std::memory_order_relaxed) + 1;  // the index to read
   const size_t want = std::min<uint64_t>(max_events, synced - next + 1);
   ReadBatch* batch = nullptr;
@@ -594,7 +621,7 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
       if (cursor_fd_ >= 0) close(cursor_fd_);
       cursor_fd_ = open(file.c_str(), O_RDONLY | O_CLOEXEC);
       if (cursor_fd_ < 0) {
-        ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("open", file).ToString().c_str());
+        *error = ErrnoStatus("open", file);
         break;
       }
     }
@@ -616,10 +643,7 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
     char* buffer = batch->NewBuffer(chunk);
     absl::StatusOr<size_t> got = PreadAll(cursor_fd_, buffer, chunk, cursor_offset_, file);
     if (!got.ok() || *got < chunk) {
-      ABSL_RAW_LOG(ERROR, "disk queue: %s",
-                   (got.ok() ? absl::DataLossError("short read of " + file) : got.status())
-                       .ToString()
-                       .c_str());
+      *error = got.ok() ? absl::DataLossError("short read of " + file) : got.status();
       break;
     }
     bool gap = false;

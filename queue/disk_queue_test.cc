@@ -224,6 +224,28 @@ TEST_F(DiskQueueTest, FullQueueAcceptsAPrefixAndRecovers) {
   EXPECT_NE(log.find("disk queue: has room again"), std::string::npos) << log;
 }
 
+TEST_F(DiskQueueTest, AnUnreadableSegmentIsLoggedOnceAndReadOnceItIsBack) {
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  ASSERT_TRUE(Publish(producer.get(), 0, 5).status.ok());
+  queue->WaitPersisted(4, In(absl::Seconds(10)));
+  std::string segment;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    if (entry.path().extension() == ".seg") segment = entry.path();
+  }
+  ASSERT_FALSE(segment.empty());
+  fs::rename(segment, segment + ".away");
+  ::testing::internal::CaptureStderr();
+  // Retried meanwhile, at a growing interval: about 10 tries in this second.
+  EXPECT_EQ(queue->Get(100, In(absl::Seconds(1))).size(), 0u);
+  fs::rename(segment + ".away", segment);
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 5));
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  const std::vector<std::string> errors = absl::StrSplit(log, "retrying until it reads");
+  EXPECT_EQ(errors.size(), 2u) << "one ERROR for the episode:\n" << log;
+  EXPECT_NE(log.find("disk queue: reading again after"), std::string::npos) << log;
+}
+
 TEST_F(DiskQueueTest, ConcurrentPublishersShareSyncs) {
   auto queue = Open();
   constexpr int kThreads = 4, kPublishes = 200;
