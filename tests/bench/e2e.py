@@ -349,6 +349,19 @@ class Bench:
                 continue
             emit(self.latency_record(name, "direct" if name.endswith("direct") else "buffered",
                                      overrides, "discard", shape, batch, rate, r, reference))
+        # The file output at half of its own maximum, buffered: what writing and fdatasync add.
+        name = "e2e/latency_at_half_load/file"
+        try:
+            file_rate = self.throughput("file", shape, batch=batch)["persisted_per_sec"] / 2.0
+            r = self.paced(self.start_shipper(name, "file", self.o.buffered_overrides), shape,
+                           batch, file_rate)
+        except Exception as e:
+            self.failed = True
+            log(name, "FAILED:", e)
+            emit({"name": name, "error": str(e)})
+            return
+        emit(self.latency_record(name, "buffered", self.o.buffered_overrides, "file", shape, batch,
+                                 file_rate, r, reference))
 
     def paced(self, server, shape, batch, rate):
         """A latency run of latency_seconds at `rate` against `server`, stopped afterwards."""

@@ -28,7 +28,8 @@ def main():
     expected = ["e2e/%s/%s" % (t, s) for s in ("filebeat", "tiny", "large")
                 for t in ("null", "transport", "protobuf", "discard", "discard-disk", "file")]
     expected += ["e2e/latency_at_half_load/null", "e2e/latency_at_half_load",
-                 "e2e/latency_at_half_load/direct", "idle_cpu"]
+                 "e2e/latency_at_half_load/direct", "e2e/latency_at_half_load/file",
+                 "idle_cpu"]
     failures = []
     for name in expected:
         line = by_name.get(name)
