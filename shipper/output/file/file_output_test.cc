@@ -93,7 +93,9 @@ TEST_F(FileOutputTest, RotatesBySizeAndLosesNothing) {
     ++files;
     const uintmax_t size = std::filesystem::file_size(File(n));
     EXPECT_LE(size, 4096u) << File(n);
-    if (n > 0) EXPECT_GT(size, 4096u - 460) << File(n) << " was rotated early";
+    if (n > 0) {
+      EXPECT_GT(size, 4096u - 460) << File(n) << " was rotated early";
+    }
     for (uint64_t index : Indexes(n)) {
       EXPECT_TRUE(seen.insert(index).second) << index << " twice";
       EXPECT_GT(index, previous_last) << File(n);
