@@ -8,7 +8,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "shipper/metrics/metric.h"
 
 namespace shipper::metrics {
@@ -21,6 +28,29 @@ struct KafkaMetrics {
   // while no Kafka output runs, which leaves it off the page.
   std::atomic<int64_t> waiting{-1};
   Family<Counter> delivery_errors;  // messages that failed, by librdkafka error code name
+
+  // From librdkafka's statistics (statistics.interval.ms), every producer the output had summed.
+  Counter sent_bytes;          // requests to the brokers, as on the wire (compressed)
+  Counter sent_message_bytes;  // the messages in them, before compression
+
+  // Each broker as the last statistics saw it, by name (host:port/id).
+  struct Broker {
+    std::string state;  // librdkafka's: UP, DOWN, INIT, CONNECT...
+    // Mean round trip of the last window that had responses; nullopt until one had.
+    std::optional<absl::Duration> rtt;
+  };
+  void SetBrokers(std::map<std::string, Broker> brokers) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    brokers_ = std::move(brokers);
+  }
+  std::map<std::string, Broker> brokers() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return brokers_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<std::string, Broker> brokers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shipper::metrics

@@ -1,5 +1,8 @@
 #include "shipper/metrics/shipper_metrics.h"
 
+#include <map>
+#include <string>
+
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "shipper/metrics/kafka_metrics.h"
@@ -121,6 +124,30 @@ void CollectKafka(const KafkaMetrics& kafka, Collection* c) {
   kafka.delivery_errors.ForEach([&](const std::string& labels, const Counter& counter) {
     c->Sample(counter.value(), labels);
   });
+  const std::map<std::string, KafkaMetrics::Broker> brokers = kafka.brokers();
+  if (brokers.empty()) return;  // no Kafka output, or no statistics yet
+  c->Add("shipper_kafka_broker_up",
+         "1 while librdkafka's connection to the broker is UP, else 0; state: librdkafka's.",
+         Type::kGauge);
+  for (const auto& [name, broker] : brokers) {
+    c->Sample(broker.state == "UP" ? 1 : 0,
+              FormatLabels({{"broker", name}, {"state", broker.state}}));
+  }
+  c->Add("shipper_kafka_broker_rtt_seconds",
+         "Mean request round trip to the broker over librdkafka's last statistics window.",
+         Type::kGauge);
+  for (const auto& [name, broker] : brokers) {
+    if (broker.rtt) {
+      c->Sample(absl::ToDoubleSeconds(*broker.rtt), FormatLabels({{"broker", name}}));
+    }
+  }
+  c->Add("shipper_kafka_sent_bytes_total",
+         "Bytes of the requests sent to the Kafka brokers, as on the wire (compressed).",
+         Type::kCounter)
+      .Sample(kafka.sent_bytes.value());
+  c->Add("shipper_kafka_sent_message_bytes_total",
+         "Bytes of the Kafka messages sent (value and key), before compression.", Type::kCounter)
+      .Sample(kafka.sent_message_bytes.value());
 }
 
 void CollectRuntime(const Sources& sources, const Counter& retunes, Collection* c) {

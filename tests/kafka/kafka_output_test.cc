@@ -104,6 +104,28 @@ void ShipAll(const std::vector<std::string>& extra, uint64_t count,
   *messages = *std::move(read);
 }
 
+// The shipper's /metrics page; empty when it does not answer.
+std::string MetricsPage(const ShipperProcess& shipper) {
+  const std::string& address = shipper.metrics_address();
+  httplib::Client http(address.substr(0, address.rfind(':')),
+                       std::stoi(address.substr(address.rfind(':') + 1)));
+  httplib::Result page = http.Get("/metrics");
+  return page ? page->body : "";
+}
+
+// The samples of `metric` on a /metrics page, by their labels.
+std::map<std::string, double> Samples(const std::string& page, absl::string_view metric) {
+  std::map<std::string, double> samples;
+  for (absl::string_view line : absl::StrSplit(page, '\n')) {
+    if (!absl::StartsWith(line, metric)) continue;
+    const size_t space = line.rfind(' ');
+    const absl::string_view labels = line.substr(metric.size(), space - metric.size());
+    if (!labels.empty() && labels[0] != '{') continue;  // another metric, named longer
+    samples[std::string(labels)] = std::stod(std::string(line.substr(space + 1)));
+  }
+  return samples;
+}
+
 // Publishes events [0, count) from one thread while another follows the persisted index (one
 // publisher, one process: the events get indexes 1..count).
 class Stream {
@@ -282,13 +304,9 @@ TEST(KafkaOutputTest, PersistedIndexHoldsWhileEveryBrokerIsDownThenCatchesUp) {
   ASSERT_TRUE(messages.ok()) << messages.status();
   const int duplicates = CheckNothingLost(Copies(*messages), kEvents);
 
-  const std::string& address = shipper->metrics_address();
-  httplib::Client http(address.substr(0, address.rfind(':')),
-                       std::stoi(address.substr(address.rfind(':') + 1)));
-  httplib::Result page = http.Get("/metrics");
-  ASSERT_TRUE(page) << "GET /metrics";
-  EXPECT_TRUE(absl::StrContains(page->body, "\nshipper_kafka_messages_waiting ")) << page->body;
-  for (absl::string_view line : absl::StrSplit(page->body, '\n')) {
+  const std::string page = MetricsPage(*shipper);
+  EXPECT_TRUE(absl::StrContains(page, "\nshipper_kafka_messages_waiting ")) << page;
+  for (absl::string_view line : absl::StrSplit(page, '\n')) {
     if (absl::StartsWith(line, "shipper_kafka_")) std::cout << line << "\n";
   }
   std::cout << "persisted index " << down << " while every broker was down; all " << kEvents
@@ -343,6 +361,59 @@ TEST(KafkaOutputTest, EqualKeysLandInOnePartitionWithHashAndHeadersAreSet) {
   for (const auto& [key, in] : partitions) EXPECT_EQ(in.size(), 1u) << "key " << key;
   EXPECT_GT(used.size(), 1u) << "different keys spread over partitions";
   EXPECT_EQ(CheckNothingLost(Copies(messages), kEvents), 0);
+}
+
+TEST(KafkaOutputTest, BrokerStateRoundTripAndBytesSentComeFromLibrdkafkaStatistics) {
+  constexpr uint64_t kEvents = 20000;
+  const std::string topic = "events";
+  auto cluster = StartCluster(topic);
+  ASSERT_NE(cluster, nullptr);
+  std::vector<std::string> args = ShipperArgs(*cluster, topic);
+  args.insert(args.end(), {"-E", "shipper.output.kafka.librdkafka=statistics.interval.ms=200"});
+  auto shipper = ShipperProcess::Start(args);
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+
+  // Read while events flow, until every broker has been seen up with a round trip.
+  Stream stream(*shipper, kEvents);
+  std::string page;
+  std::map<std::string, double> up, rtt;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    page = MetricsPage(*shipper);
+    up = Samples(page, "shipper_kafka_broker_up");
+    rtt = Samples(page, "shipper_kafka_broker_rtt_seconds");
+    int ready = 0;
+    for (const auto& [labels, value] : up) ready += value == 1 ? 1 : 0;
+    if (ready == 3 && rtt.size() == 3) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  stream.Join();
+  // Statistics of the whole stream: one more interval after the last event.
+  absl::SleepFor(absl::Milliseconds(500));
+  page = MetricsPage(*shipper);
+  for (absl::string_view line : absl::StrSplit(page, '\n')) {
+    if (absl::StartsWith(line, "shipper_kafka_")) std::cout << line << "\n";
+  }
+
+  ASSERT_EQ(up.size(), 3u) << page;
+  for (int id = 1; id <= 3; ++id) {
+    const std::string suffix = absl::StrCat("/", id, "\",state=\"UP\"}");
+    int found = 0;
+    for (const auto& [labels, value] : up) {
+      if (absl::EndsWith(labels, suffix) && value == 1) ++found;
+    }
+    EXPECT_EQ(found, 1) << "broker " << id << " up\n" << page;
+  }
+  ASSERT_EQ(rtt.size(), 3u) << page;
+  for (const auto& [labels, seconds] : rtt) {
+    EXPECT_GT(seconds, 0) << labels;
+    EXPECT_LT(seconds, 10) << labels << ": a round trip on loopback";
+  }
+  const double sent = Samples(page, "shipper_kafka_sent_bytes_total")[""];
+  const double messages = Samples(page, "shipper_kafka_sent_message_bytes_total")[""];
+  EXPECT_GT(messages, kEvents * 100.0) << "every document is over 100 bytes";
+  EXPECT_GT(sent, 0);
+  EXPECT_LT(sent, messages) << "gzip (the default) makes the requests smaller than the messages";
 }
 
 // With a key: librdkafka 2.0.2 calls no partitioner for keyless messages (sticky partitioning).

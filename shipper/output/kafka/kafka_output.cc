@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "shipper/event/field_format.h"
 #include "shipper/metrics/kafka_metrics.h"
 #include "shipper/output/batch_json.h"
+#include "shipper/output/kafka/kafka_statistics.h"
 #include "shipper/preflight.h"
 
 namespace shipper {
@@ -129,9 +131,11 @@ std::optional<Property> ParseExtra(const std::string& item) {
   return Property{kExtraKey, item.substr(0, eq), item.substr(eq + 1)};
 }
 
-// Every property Build() sets: Shipper's, then the extras.
+// Every property Build() sets: Shipper's, then the extras. The statistics behind the broker
+// metrics come every 5 s unless an extra says otherwise (0: none).
 std::vector<Property> AllProperties(const KafkaSettings& s) {
   std::vector<Property> all = OwnProperties(s);
+  all.push_back({kExtraKey, "statistics.interval.ms", "5000"});
   for (const std::string& item : s.librdkafka) {
     if (std::optional<Property> extra = ParseExtra(item)) all.push_back(*std::move(extra));
   }
@@ -230,12 +234,14 @@ class KafkaOutput final : public Output {
     poller_.join();
     rd_kafka_destroy(rk_);
     if (headers_ != nullptr) rd_kafka_headers_destroy(headers_);
+    metrics_.SetBrokers({});
   }
 
   absl::Status Start(Conf conf) {
     rd_kafka_conf_set_opaque(conf.get(), this);
     rd_kafka_conf_set_dr_msg_cb(conf.get(), &KafkaOutput::OnDelivery);
     rd_kafka_conf_set_error_cb(conf.get(), &KafkaOutput::OnError);
+    rd_kafka_conf_set_stats_cb(conf.get(), &KafkaOutput::OnStatistics);
     if (config_.partition == KafkaPartitioner::kRoundRobin) {
       // Topic-level properties (acks, message.timeout.ms) were set: the default topic
       // configuration exists and holds them.
@@ -402,6 +408,38 @@ class KafkaOutput final : public Output {
                  << reason;
   }
 
+  static int OnStatistics(rd_kafka_t*, char* json, size_t size, void* output) {
+    absl::StatusOr<KafkaStatistics> stats = ParseKafkaStatistics(absl::string_view(json, size));
+    if (stats.ok()) {
+      static_cast<KafkaOutput*>(output)->Record(*stats);
+    } else {
+      LOG_FIRST_N(WARNING, 1) << "kafka: " << stats.status();
+    }
+    return 0;  // librdkafka frees the JSON
+  }
+
+  // Called on the poller thread.
+  void Record(const KafkaStatistics& stats) {
+    const auto grown = [](uint64_t now, uint64_t* before) {
+      const uint64_t delta = now > *before ? now - *before : 0;
+      *before = now;
+      return delta;
+    };
+    metrics_.sent_bytes.Add(grown(stats.tx_bytes, &recorded_.tx_bytes));
+    metrics_.sent_message_bytes.Add(grown(stats.txmsg_bytes, &recorded_.txmsg_bytes));
+    const std::map<std::string, metrics::KafkaMetrics::Broker> before = metrics_.brokers();
+    std::map<std::string, metrics::KafkaMetrics::Broker> brokers;
+    for (const KafkaStatistics::Broker& b : stats.brokers) {
+      std::optional<absl::Duration> rtt = b.rtt;
+      if (!rtt) {
+        auto it = before.find(b.name);
+        if (it != before.end()) rtt = it->second.rtt;
+      }
+      brokers[b.name] = {b.state, rtt};
+    }
+    metrics_.SetBrokers(std::move(brokers));
+  }
+
   static int32_t RoundRobin(const rd_kafka_topic_t* topic, const void*, size_t, int32_t partitions,
                             void* output, void*) {
     auto* self = static_cast<KafkaOutput*>(output);
@@ -419,7 +457,13 @@ class KafkaOutput final : public Output {
   const std::optional<FieldFormat> key_;
   rd_kafka_t* rk_ = nullptr;
   rd_kafka_headers_t* headers_ = nullptr;  // copied onto each message
-  std::thread poller_;                     // serves delivery reports and errors
+  std::thread poller_;                     // serves delivery reports, errors and statistics
+
+  // The producer's totals the metrics have counted; the poller thread's alone.
+  struct {
+    uint64_t tx_bytes = 0;
+    uint64_t txmsg_bytes = 0;
+  } recorded_;
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> cancelled_{false};
