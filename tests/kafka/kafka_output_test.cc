@@ -313,6 +313,39 @@ TEST(KafkaOutputTest, PersistedIndexHoldsWhileEveryBrokerIsDownThenCatchesUp) {
             << " events in the mock cluster afterwards, " << duplicates << " duplicates\n";
 }
 
+TEST(KafkaOutputTest, AFatalProducerErrorReplacesTheProducerAndLosesNothing) {
+  constexpr uint64_t kEvents = 20000;
+  const std::string topic = "events";
+  auto cluster = StartCluster(topic);
+  ASSERT_NE(cluster, nullptr);
+  auto shipper = ShipperProcess::Start(ShipperArgs(*cluster, topic));
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+
+  Stream stream(*shipper, kEvents);
+  stream.AwaitPersisted(kEvents / 4);
+  // librdkafka 2.0.2's idempotent producer takes OUT_OF_ORDER_SEQUENCE_NUMBER for its oldest
+  // request as a desynchronization it cannot repair: a fatal error, after which that producer
+  // refuses every message.
+  rd_kafka_mock_push_request_errors(cluster->get(), /*Produce=*/0, 1,
+                                    RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+  stream.Join();
+  ProducerClient checker(shipper->address());
+  ASSERT_EQ(
+      checker.AwaitPersisted(stream.publisher().last_index(), absl::Now() + absl::Seconds(60)),
+      stream.publisher().last_index())
+      << shipper->Log();
+  const std::string log = shipper->Log();
+  EXPECT_TRUE(absl::StrContains(log, "kafka: fatal error OUT_OF_ORDER_SEQUENCE_NUMBER")) << log;
+  EXPECT_TRUE(absl::StrContains(log, "a new producer replaces it")) << log;
+
+  auto messages = cluster->Consume(topic, kPartitions, absl::Seconds(120));
+  ASSERT_TRUE(messages.ok()) << messages.status();
+  const int duplicates = CheckNothingLost(Copies(*messages), kEvents);
+  std::cout << kEvents
+            << " events all in the mock cluster across a fatal producer error: " << messages->size()
+            << " messages, " << duplicates << " duplicates\n";
+}
+
 TEST(KafkaOutputTest, ShutdownWithEveryBrokerDownPurgesAndReportsNothingPersisted) {
   constexpr uint64_t kEvents = 500;
   const std::string topic = "events";

@@ -226,18 +226,53 @@ class KafkaOutput final : public Output {
       : config_(config), topic_(std::move(topic)), key_(std::move(key)) {}
 
   ~KafkaOutput() override {
-    if (rk_ == nullptr) return;
-    // Every report is served before the handle goes, so that no Round is left behind.
-    rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-    rd_kafka_flush(rk_, 5000);
-    stop_ = true;
-    poller_.join();
-    rd_kafka_destroy(rk_);
+    if (poller_.joinable()) {
+      stop_ = true;
+      poller_.join();
+    }
+    absl::MutexLock lock(&rk_mu_);
+    if (rk_ != nullptr) retired_.push_back(rk_);
+    // Every report is served before a handle goes, so that no Round is left behind.
+    for (rd_kafka_t* rk : retired_) {
+      rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+      rd_kafka_flush(rk, 5000);
+      rd_kafka_destroy(rk);
+    }
     if (headers_ != nullptr) rd_kafka_headers_destroy(headers_);
     metrics_.SetBrokers({});
   }
 
   absl::Status Start(Conf conf) {
+    if (!config_.headers.empty()) {
+      headers_ = rd_kafka_headers_new(config_.headers.size());
+      for (const std::string& header : config_.headers) {
+        const size_t colon = header.find(':');
+        rd_kafka_header_add(headers_, header.data(), colon, header.data() + colon + 1,
+                            header.size() - colon - 1);
+      }
+    }
+    absl::StatusOr<rd_kafka_t*> rk = NewProducer(std::move(conf));
+    if (!rk.ok()) return rk.status();
+    {
+      absl::MutexLock lock(&rk_mu_);
+      rk_ = *rk;
+    }
+    poller_ = std::thread([this] {
+      while (!stop_) {
+        {
+          absl::ReaderMutexLock lock(&rk_mu_);
+          rd_kafka_poll(rk_, 100);
+          metrics_.waiting = rd_kafka_outq_len(rk_);
+        }
+        ServeRetired();
+        if (fatal_.exchange(false)) ReplaceAfterFatalError();
+      }
+    });
+    return absl::OkStatus();
+  }
+
+  // A producer of `conf` reporting to this output.
+  absl::StatusOr<rd_kafka_t*> NewProducer(Conf conf) {
     rd_kafka_conf_set_opaque(conf.get(), this);
     rd_kafka_conf_set_dr_msg_cb(conf.get(), &KafkaOutput::OnDelivery);
     rd_kafka_conf_set_error_cb(conf.get(), &KafkaOutput::OnError);
@@ -250,27 +285,63 @@ class KafkaOutput final : public Output {
       rd_kafka_topic_conf_set_opaque(topic, this);
       rd_kafka_topic_conf_set_partitioner_cb(topic, &KafkaOutput::RoundRobin);
     }
-    if (!config_.headers.empty()) {
-      headers_ = rd_kafka_headers_new(config_.headers.size());
-      for (const std::string& header : config_.headers) {
-        const size_t colon = header.find(':');
-        rd_kafka_header_add(headers_, header.data(), colon, header.data() + colon + 1,
-                            header.size() - colon - 1);
-      }
-    }
     char error[512];
-    rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), error, sizeof(error));
-    if (rk_ == nullptr) {
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), error, sizeof(error));
+    if (rk == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("shipper.output.kafka: librdkafka: ", error));
     }
     conf.release();  // rd_kafka_new owns it now
-    poller_ = std::thread([this] {
-      while (!stop_) {
-        rd_kafka_poll(rk_, 100);
-        metrics_.waiting = rd_kafka_outq_len(rk_);
+    return rk;
+  }
+
+  // After a fatal error (rd_kafka_fatal_error: e.g. the idempotent producer's sequence numbers
+  // and a broker's disagree) librdkafka's producer refuses everything: a new one takes its place.
+  // What the old one held is purged, reported failed and so produced again by the retry of its
+  // Write(). On the poller thread.
+  void ReplaceAfterFatalError() ABSL_LOCKS_EXCLUDED(rk_mu_) {
+    char reason[512];
+    rd_kafka_resp_err_t err;
+    {
+      absl::ReaderMutexLock lock(&rk_mu_);
+      err = rd_kafka_fatal_error(rk_, reason, sizeof(reason));
+    }
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return;  // an error of a producer already replaced
+    Problems problems;
+    Conf conf = MakeConf(config_, &problems);
+    CHECK(problems.empty()) << "Build() accepted these properties: " << problems.ToStatus();
+    absl::StatusOr<rd_kafka_t*> fresh = NewProducer(std::move(conf));
+    if (!fresh.ok()) {
+      LOG(ERROR) << "kafka: fatal error " << rd_kafka_err2name(err) << ": " << reason
+                 << "; no new producer (" << fresh.status() << "), trying again in 1s";
+      absl::SleepFor(absl::Seconds(1));
+      fatal_ = true;
+      return;
+    }
+    rd_kafka_t* old;
+    {
+      absl::MutexLock lock(&rk_mu_);
+      old = rk_;
+      rk_ = *fresh;
+    }
+    LOG(ERROR) << "kafka: fatal error " << rd_kafka_err2name(err) << ": " << reason
+               << "; a new producer replaces it, and the messages it held are produced again";
+    rd_kafka_purge(old, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    retired_.push_back(old);
+    recorded_ = {};
+  }
+
+  // Serves the reports of replaced producers, and destroys each once it has none to come. On the
+  // poller thread.
+  void ServeRetired() {
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      rd_kafka_poll(*it, 0);
+      if (rd_kafka_outq_len(*it) > 0) {
+        ++it;
+        continue;
       }
-    });
-    return absl::OkStatus();
+      rd_kafka_destroy(*it);
+      it = retired_.erase(it);
+    }
   }
 
   absl::Status Write(const Events& events, Outcome* outcome) override {
@@ -286,6 +357,7 @@ class KafkaOutput final : public Output {
     }
     if (cancelled_) {
       // What Cancel() purged may have missed what was produced after it.
+      absl::ReaderMutexLock lock(&rk_mu_);
       rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     }
 
@@ -322,7 +394,9 @@ class KafkaOutput final : public Output {
         }
       }
     }
-    if (purged || unproduced < events.size()) {
+    // (Purged without Cancel(): by the replacement of a producer after a fatal error; those
+    // events failed for now, and the rest is written.)
+    if (unproduced < events.size() || (purged && cancelled_)) {
       return absl::UnavailableError("kafka: cancelled at shutdown; unconfirmed messages purged");
     }
     return absl::OkStatus();
@@ -330,6 +404,7 @@ class KafkaOutput final : public Output {
 
   void Cancel() override {
     cancelled_ = true;
+    absl::ReaderMutexLock lock(&rk_mu_);
     rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
   }
 
@@ -359,12 +434,16 @@ class KafkaOutput final : public Output {
     }
     for (;;) {
       rd_kafka_headers_t* headers = headers_ ? rd_kafka_headers_copy(headers_) : nullptr;
-      const rd_kafka_resp_err_t err =
-          rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(topic->c_str()),
-                            RD_KAFKA_V_VALUE(const_cast<char*>(document.data()), document.size()),
-                            RD_KAFKA_V_KEY(key.empty() ? nullptr : key.data(), key.size()),
-                            RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                            RD_KAFKA_V_OPAQUE(&round->slots[i]), RD_KAFKA_V_END);
+      rd_kafka_resp_err_t err;
+      {
+        absl::ReaderMutexLock lock(&rk_mu_);  // not across the wait below: a replacement waits
+        err =
+            rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(topic->c_str()),
+                              RD_KAFKA_V_VALUE(const_cast<char*>(document.data()), document.size()),
+                              RD_KAFKA_V_KEY(key.empty() ? nullptr : key.data(), key.size()),
+                              RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_OPAQUE(&round->slots[i]), RD_KAFKA_V_END);
+      }
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return absl::OkStatus();
       if (headers != nullptr) rd_kafka_headers_destroy(headers);
       // librdkafka's queue is full (queue.buffering.max.*): wait for reports to free it.
@@ -403,12 +482,20 @@ class KafkaOutput final : public Output {
     if (last) delete round;
   }
 
-  static void OnError(rd_kafka_t* rk, int err, const char* reason, void*) {
+  static void OnError(rd_kafka_t*, int err, const char* reason, void* output) {
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+      static_cast<KafkaOutput*>(output)->fatal_ = true;  // logged as the producer is replaced
+      return;
+    }
     LOG(WARNING) << "kafka: " << rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)) << ": "
                  << reason;
   }
 
-  static int OnStatistics(rd_kafka_t*, char* json, size_t size, void* output) {
+  static int OnStatistics(rd_kafka_t* rk, char* json, size_t size, void* output) {
+    char reason[16];
+    if (rd_kafka_fatal_error(rk, reason, sizeof(reason)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return 0;  // a producer replaced, or about to be: its successor's figures count
+    }
     absl::StatusOr<KafkaStatistics> stats = ParseKafkaStatistics(absl::string_view(json, size));
     if (stats.ok()) {
       static_cast<KafkaOutput*>(output)->Record(*stats);
@@ -455,15 +542,22 @@ class KafkaOutput final : public Output {
   const KafkaSettings config_;
   const FieldFormat topic_;
   const std::optional<FieldFormat> key_;
-  rd_kafka_t* rk_ = nullptr;
   rd_kafka_headers_t* headers_ = nullptr;  // copied onto each message
   std::thread poller_;                     // serves delivery reports, errors and statistics
 
-  // The producer's totals the metrics have counted; the poller thread's alone.
+  // The producer. Writers hold rk_mu_ shared to use it; the poller thread alone replaces it,
+  // holding rk_mu_ exclusively, after a fatal error.
+  absl::Mutex rk_mu_;
+  rd_kafka_t* rk_ ABSL_GUARDED_BY(rk_mu_) = nullptr;
+
+  // The poller thread's alone (and the destructor's, once the poller is gone).
+  std::vector<rd_kafka_t*> retired_;  // replaced producers with reports still to come
   struct {
     uint64_t tx_bytes = 0;
     uint64_t txmsg_bytes = 0;
-  } recorded_;
+  } recorded_;  // the current producer's totals the metrics have counted
+
+  std::atomic<bool> fatal_{false};  // librdkafka reported a fatal error
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> cancelled_{false};
