@@ -131,11 +131,19 @@ std::optional<Property> ParseExtra(const std::string& item) {
   return Property{kExtraKey, item.substr(0, eq), item.substr(eq + 1)};
 }
 
-// Every property Build() sets: Shipper's, then the extras. The statistics behind the broker
-// metrics come every 5 s unless an extra says otherwise (0: none).
+// Every property Build() sets: Shipper's, defaults the extras may change, then the extras.
+//   - The statistics behind the broker metrics come every 5 s (0: none).
+//   - One produce request in flight per broker: with more, a request that failed without
+//     certainty (REQUEST_TIMED_OUT, a lost connection) is taken as written once a later one to
+//     the same partition succeeds (librdkafka's "implicit ack"), and the later one's success
+//     proves that only where the broker enforces the idempotent producer's sequence numbers.
+//     The mock cluster does not, and lost events that way in tests/kafka; on Kafka itself it was
+//     reported across a leader election (confluent-kafka-go #921). With one in flight, a failed
+//     request is retried before the next one goes.
 std::vector<Property> AllProperties(const KafkaSettings& s) {
   std::vector<Property> all = OwnProperties(s);
   all.push_back({kExtraKey, "statistics.interval.ms", "5000"});
+  all.push_back({kExtraKey, "max.in.flight.requests.per.connection", "1"});
   for (const std::string& item : s.librdkafka) {
     if (std::optional<Property> extra = ParseExtra(item)) all.push_back(*std::move(extra));
   }

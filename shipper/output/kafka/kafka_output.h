@@ -14,11 +14,19 @@
 // Events whose topic or key names a missing field, or whose document is larger than
 // max_message_bytes, are rejected before they are produced.
 //
+// librdkafka gets one produce request in flight per broker unless shipper.output.kafka.librdkafka
+// says otherwise: with more, it may report a message delivered that a failed request never wrote
+// ("implicit ack"; kafka_output.cc says when). After a fatal error (rd_kafka_fatal_error, e.g. the
+// idempotent producer's sequence numbers out of step with a broker's), which leaves a producer
+// refusing everything, a new producer replaces it (logged at ERROR); what the old one held is
+// purged, failed for now and produced again, never reported written.
+//
 // Cancel() purges what librdkafka still holds (queued or in flight) and makes Write() return an
 // error: whatever was not confirmed is never reported written.
 //
 // Thread safety: Write() from several threads at once; Cancel() from any thread. Delivery
-// reports are served on a thread of the output's own.
+// reports, statistics and errors are served, and a failed producer replaced, on a thread of the
+// output's own.
 #ifndef SHIPPER_SHIPPER_OUTPUT_KAFKA_KAFKA_OUTPUT_H_
 #define SHIPPER_SHIPPER_OUTPUT_KAFKA_KAFKA_OUTPUT_H_
 
