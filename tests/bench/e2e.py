@@ -12,6 +12,17 @@ For each event shape, shipper_load sends the same number of events to
                                   --only-count (splits the NDJSON, answers every item created), at
                                   compression_level 1 and, as elasticsearch-gzip0, 0; their lines
                                   add bulk_bytes_on_the_wire and fake_cpu_sec_per_million,
+  (e) Shipper, kafka           -- the whole pipeline into a 3-broker librdkafka mock cluster
+                                  (tests/kafka/kafka_bench --serve, its own process), at the Kafka
+                                  output's defaults; kafka-inflight5 with 5 requests in flight
+                                  per broker, not 1; kafka-none, kafka-gzip4, kafka-gzip6,
+                                  kafka-lz4, kafka-zstd at other codecs and levels;
+                                  their lines add kafka_sent_bytes (requests on the wire, from
+                                  librdkafka's statistics) and kafka_message_bytes (before
+                                  compression), and their ratio is to
+  (f) kafka-direct             -- kafka_bench --produce: the same documents straight into a fresh
+                                  mock cluster with librdkafka at the same settings (no gRPC, no
+                                  Shipper); its shipper_cpu_sec_per_million is the producer's,
 and, for context, null_server --decode=envelope ("transport": events counted, not decoded) and
 null_server --decode=full ("protobuf": every event parsed into protobuf messages, as Shipper did
 before it kept events as wire bytes),
@@ -57,6 +68,26 @@ ES_LEVELS = {"elasticsearch": 1, "elasticsearch-gzip0": 0}
 FAKE_ES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "../elasticsearch/fake_elasticsearch.py")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# The Kafka targets: the output's settings beside its defaults (shipper.output.kafka.*;
+# librdkafka: extra librdkafka properties), each compared to kafka-direct.
+KAFKA_DEFAULT_COMPRESSION = ("gzip", 1)  # the Kafka output's defaults (kafka_output.h)
+KAFKA_TARGETS = {
+    "kafka": {},
+    "kafka-inflight5": {"librdkafka": ["max.in.flight=5"]},
+    "kafka-none": {"compression": "none", "compression_level": -1},
+    "kafka-gzip4": {"compression": "gzip", "compression_level": 4},
+    "kafka-gzip6": {"compression": "gzip", "compression_level": 6},
+    "kafka-lz4": {"compression": "lz4", "compression_level": -1},
+    "kafka-zstd": {"compression": "zstd", "compression_level": -1},
+}
+KAFKA_METRICS = {"shipper_kafka_sent_bytes_total": "kafka_sent_bytes",
+                 "shipper_kafka_sent_message_bytes_total": "kafka_message_bytes"}
+METRICS = re.compile(r"metrics on http://(\S+)/metrics")
+
+
+def baseline_of(target):
+    """The target whose events/s a target's ratio divides by."""
+    return "kafka-direct" if target.startswith("kafka") else "null"
 
 
 def log(*parts):
@@ -165,6 +196,17 @@ class Bench:
                      "-E", "shipper.output.elasticsearch.hosts=http://" + fake.address,
                      "-E", "shipper.output.elasticsearch.compression_level=%d"
                      % ES_LEVELS[output]]
+        if output in KAFKA_TARGETS:
+            fake = self.start_mock_cluster(name)
+            settings = dict(KAFKA_TARGETS[output])
+            # Statistics often enough that the last requests are counted at the end.
+            librdkafka = ["statistics.interval.ms=200"] + settings.pop("librdkafka", [])
+            argv += ["-E", "shipper.output.kafka.enabled=true",
+                     "-E", "shipper.output.kafka.hosts=" + fake.address,
+                     "-E", "shipper.output.kafka.topic=bench",
+                     "-E", "shipper.output.kafka.librdkafka=" + ",".join(librdkafka)]
+            for key, value in settings.items():
+                argv += ["-E", "shipper.output.kafka.%s=%s" % (key, value)]
         for kv in overrides:
             argv += ["-E", kv]
         try:
@@ -176,6 +218,49 @@ class Bench:
         server.outdir = outdir
         server.fake_es = fake
         return server
+
+    def start_mock_cluster(self, name):
+        return Server(name + "/mock", [self.o.kafka_bench, "--serve", "--topic=bench"],
+                      self.workdir)
+
+    def kafka_direct(self, name, shape, events):
+        """The baseline: kafka_bench --produce into a fresh mock cluster."""
+        mock = self.start_mock_cluster(name)
+        try:
+            codec, level = KAFKA_DEFAULT_COMPRESSION
+            p = subprocess.run([self.o.kafka_bench, "--produce", "--bootstrap=" + mock.address,
+                                "--topic=bench", "--shape=" + shape, "--events=%d" % events,
+                                "--compression=" + codec, "--compression_level=%d" % level],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=self.o.run_timeout)
+            mock_cpu = mock.cpu_sec()
+        finally:
+            mock.stop()
+        lines = p.stdout.decode().strip().splitlines()
+        if p.returncode != 0 or not lines:
+            raise RuntimeError("kafka_bench --produce failed (exit %d): %s" % (
+                p.returncode, p.stderr.decode().strip()[-500:]))
+        d = json.loads(lines[-1])
+        return {"persisted_per_sec": d["events_per_sec"], "events_persisted": d["events"],
+                "server_cpu_sec": d["cpu_sec"], "fake_cpu_sec": mock_cpu, "rss_mb": 0.0,
+                "p50_ms": None, "p99_ms": None, "event_bytes": None, "batch": None,
+                "channels": None, "inflight": None, "client_cpu_sec": 0.0,
+                "kafka_sent_bytes": d["tx_bytes"], "kafka_message_bytes": d["txmsg_bytes"]}
+
+    @staticmethod
+    def kafka_bytes(server):
+        """The Kafka output's byte counters from the shipper's metrics page."""
+        with open(server.log_path, "rb") as f:
+            m = METRICS.search(f.read().decode(errors="replace"))
+        time.sleep(0.5)  # one more statistics interval (200 ms) after the last event
+        with urllib.request.urlopen("http://%s/metrics" % m.group(1)) as page:
+            text = page.read().decode()
+        out = {}
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in KAFKA_METRICS:
+                out[KAFKA_METRICS[name]] = int(float(value))
+        return out
 
     def load(self, target, shape, batch, events=None, rate=None, duration=None, idle=False,
              background=False):
@@ -213,6 +298,8 @@ class Bench:
             server = self.start_null(name, decode="envelope")
         elif target == "protobuf":
             server = self.start_null(name, decode="full")
+        elif target == "kafka-direct":
+            return self.kafka_direct(name, shape, events)
         else:
             server = self.start_shipper(name, output=target)
         try:
@@ -223,6 +310,8 @@ class Bench:
             if fake:
                 r["fake_cpu_sec"] = fake.cpu_sec() - fake_cpu0
             r["rss_mb"] = server.rss_mb()
+            if target in KAFKA_TARGETS:
+                r.update(self.kafka_bytes(server))
             if not server.alive():
                 raise RuntimeError("%s exited during the run: %s" % (name, server.log_tail()))
         except Exception:
@@ -231,7 +320,7 @@ class Bench:
         finally:
             server.stop()
             fake = getattr(server, "fake_es", None)
-            if fake:
+            if fake and target in ES_LEVELS:
                 with urllib.request.urlopen("http://%s/_fake/stats" % fake.address) as page:
                     server.wire_bytes = json.load(page)["bytes"]
                 fake.stop()
@@ -249,7 +338,8 @@ class Bench:
     def run_throughput(self):
         for shape in self.o.shapes:
             targets = [t for t in self.o.targets
-                       if t in ("null", "transport", "protobuf") or self.o.shipper]
+                       if t in ("null", "transport", "protobuf", "kafka-direct")
+                       or self.o.shipper]
             # Repetitions interleave the targets, so that a burst of load from other processes
             # hurts all of them alike; each target reports its best run.
             runs = {t: [] for t in targets}
@@ -266,23 +356,30 @@ class Bench:
                     r["loadavg"] = os.getloadavg()[0]
                     log(name, "run %d: %.0f events/s" % (rep + 1, r["persisted_per_sec"]))
                     runs[target].append(r)
-            null_eps = null_cpu = None
+            best = {t: max((r for r in runs[t] if "error" not in r),
+                           key=lambda x: x["persisted_per_sec"], default=None) for t in targets}
+
+            def cpu_per_million_of(r):
+                return r["server_cpu_sec"] / max(r["events_persisted"], 1) * 1e6
+
             for target in targets:
                 name = "e2e/%s/%s" % (target, shape)
                 good = [r for r in runs[target] if "error" not in r]
                 if not good:
                     emit({"name": name, "error": runs[target][0]["error"]})
                     continue
-                r = max(good, key=lambda x: x["persisted_per_sec"])
+                r = best[target]
                 eps = r["persisted_per_sec"]
                 n = max(r["events_persisted"], 1)
-                cpu_per_million = r["server_cpu_sec"] / n * 1e6
-                if target == "null":
-                    null_eps, null_cpu = eps, cpu_per_million
+                cpu_per_million = cpu_per_million_of(r)
+                base = best.get(baseline_of(target))
+                null_eps = base["persisted_per_sec"] if base else None
+                null_cpu = cpu_per_million_of(base) if null_eps else None
                 record = {
                     "name": name,
                     "events_per_sec": round(eps),
-                    "null_server_events_per_sec": round(null_eps) if null_eps else None,
+                    ("kafka_direct_events_per_sec" if baseline_of(target) == "kafka-direct"
+                     else "null_server_events_per_sec"): round(null_eps) if null_eps else None,
                     "ratio": round(eps / null_eps, 3) if null_eps else None,
                     "p50_ms": r["p50_ms"],
                     "p99_ms": r["p99_ms"],
@@ -305,6 +402,11 @@ class Bench:
                     record["partial_replies"] = r["partial_replies"]
                 if "output_bytes" in r:
                     record["output_bytes_on_disk"] = r["output_bytes"]
+                if "kafka_sent_bytes" in r:
+                    record["kafka_sent_bytes"] = r["kafka_sent_bytes"]
+                    record["kafka_message_bytes"] = r["kafka_message_bytes"]
+                    record["mock_cluster_cpu_sec_per_million"] = round(
+                        r["fake_cpu_sec"] / n * 1e6, 3)
                 if "wire_bytes" in r:
                     record["bulk_bytes_on_the_wire"] = r["wire_bytes"]
                     # The fake's CPU, to tell its limit from Shipper's.
@@ -468,6 +570,8 @@ def main():
     ap.add_argument("--shipper", default=os.environ.get("SHIPPER_BIN", ""))
     ap.add_argument("--null_server", default=os.environ.get("NULL_SERVER_BIN", ""))
     ap.add_argument("--shipper_load", default=os.environ.get("SHIPPER_LOAD_BIN", ""))
+    ap.add_argument("--kafka_bench", default=os.environ.get("KAFKA_BENCH_BIN", ""),
+                    help="tests/kafka/kafka_bench, for the kafka targets")
     ap.add_argument("--config", default=os.environ.get("SHIPPER_CONFIG", ""),
                     help="YAML config passed with -c (default: none, only -E overrides)")
     ap.add_argument("--targets",
@@ -511,13 +615,15 @@ def main():
     o.direct_overrides = [kv for kv in o.direct_overrides.split(",") if kv]
     o.common_overrides = [kv for kv in o.common_overrides.split(",") if kv]
     # Servers run in a temporary directory: make the paths independent of the caller's.
-    for flag in ("shipper", "null_server", "shipper_load", "config"):
+    for flag in ("shipper", "null_server", "shipper_load", "config", "kafka_bench"):
         if getattr(o, flag):
             setattr(o, flag, os.path.abspath(getattr(o, flag)))
     for flag in ("null_server", "shipper_load"):
         path = getattr(o, flag)
         if not path or not os.access(path, os.X_OK):
             ap.error("--%s: no executable at %r" % (flag, path))
+    if any(t.startswith("kafka") for t in o.targets) and not os.access(o.kafka_bench, os.X_OK):
+        ap.error("--kafka_bench: no executable at %r" % o.kafka_bench)
     if o.shipper and not os.access(o.shipper, os.X_OK):
         ap.error("--shipper: no executable at %r" % o.shipper)
     if not o.shipper:

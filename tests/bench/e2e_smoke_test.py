@@ -3,7 +3,7 @@
 binaries, checking that each line is there, has no error and has sane numbers. Figures are not
 judged (this is a test, not a benchmark).
 
-  e2e_smoke_test.py SHIPPER NULL_SERVER SHIPPER_LOAD
+  e2e_smoke_test.py SHIPPER NULL_SERVER SHIPPER_LOAD KAFKA_BENCH
 """
 
 import json
@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def main():
-    shipper, null_server, shipper_load = sys.argv[1:4]
+    shipper, null_server, shipper_load, kafka_bench = sys.argv[1:5]
     p = subprocess.run(
         [sys.executable, os.path.join(HERE, "e2e.py"), "--shipper=" + shipper,
          "--null_server=" + null_server, "--shipper_load=" + shipper_load,
@@ -50,11 +50,35 @@ def main():
                                                                  line["ratio"]))
     if p.returncode != 0:
         failures.append("e2e.py exited %d" % p.returncode)
+    failures += kafka(shipper, null_server, shipper_load, kafka_bench)
     for f in failures:
         print("FAIL:", f)
     if not failures:
         print("PASS: %d lines" % len(lines))
     return 1 if failures else 0
+
+
+def kafka(shipper, null_server, shipper_load, kafka_bench):
+    """The kafka targets (./dev bench kafka), filebeat only: their failures."""
+    p = subprocess.run(
+        [sys.executable, os.path.join(HERE, "e2e.py"), "--shipper=" + shipper,
+         "--null_server=" + null_server, "--shipper_load=" + shipper_load,
+         "--kafka_bench=" + kafka_bench, "--targets=kafka-direct,kafka", "--shapes=filebeat",
+         "--events=filebeat=5000", "--reps=filebeat=1", "--latency_seconds=0",
+         "--idle_seconds=0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    sys.stderr.write(p.stderr.decode())
+    by_name = {l["name"]: l for l in map(json.loads, p.stdout.decode().splitlines())}
+    failures = [] if p.returncode == 0 else ["e2e.py (kafka) exited %d" % p.returncode]
+    for name in ("e2e/kafka-direct/filebeat", "e2e/kafka/filebeat"):
+        line = by_name.get(name, {"error": "missing line"})
+        if "error" in line:
+            failures.append("%s: %s" % (name, line["error"]))
+            continue
+        for key in ("events_per_sec", "ratio", "kafka_sent_bytes", "kafka_message_bytes"):
+            if not (line.get(key) or 0) > 0:
+                failures.append("%s: %s is %r" % (name, key, line.get(key)))
+    return failures
 
 
 if __name__ == "__main__":
