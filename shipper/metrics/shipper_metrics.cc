@@ -141,9 +141,11 @@ void CollectKafka(const KafkaMetrics& kafka, Collection* c) {
       c->Sample(absl::ToDoubleSeconds(*broker.rtt), FormatLabels({{"broker", name}}));
     }
   }
+  // Unsummarized: librdkafka's metadata requests make it grow while Shipper is idle.
   c->Add("shipper_kafka_sent_bytes_total",
          "Bytes of the requests sent to the Kafka brokers, as on the wire (compressed).",
          Type::kCounter)
+      .Unsummarized()
       .Sample(kafka.sent_bytes.value());
   c->Add("shipper_kafka_sent_message_bytes_total",
          "Bytes of the Kafka messages sent (value and key), before compression.", Type::kCounter)
