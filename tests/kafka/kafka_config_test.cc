@@ -1,6 +1,7 @@
 // The Kafka output's settings through the real binary's --check_config: the one validation path
 // start runs too.
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/testing/shipper_process.h"
 
@@ -55,6 +56,14 @@ TEST(KafkaConfigTest, CompressionLevelOutOfRangeForTheCodec) {
       Check({"shipper.output.kafka.compression=gzip", "shipper.output.kafka.compression_level=11"});
   EXPECT_NE(code, 0);
   EXPECT_TRUE(absl::StrContains(out, "shipper.output.kafka.compression_level: 11")) << out;
+}
+
+// The default level (gzip's 1) must not make the codecs without levels fail.
+TEST(KafkaConfigTest, CodecsWithoutLevelsPassWithTheDefaultLevel) {
+  for (const char* codec : {"none", "snappy"}) {
+    auto [code, out] = Check({absl::StrCat("shipper.output.kafka.compression=", codec)});
+    EXPECT_EQ(code, 0) << codec << ": " << out;
+  }
 }
 
 TEST(KafkaConfigTest, PropertyLibrdkafkaRefusesIsNamed) {

@@ -58,6 +58,11 @@ absl::string_view CompressionName(KafkaCompression c) {
   return "none";
 }
 
+// Whether shipper.output.kafka.compression_level means anything for `codec`.
+bool HasLevels(KafkaCompression codec) {
+  return codec != KafkaCompression::kNone && codec != KafkaCompression::kSnappy;
+}
+
 std::string Milliseconds(absl::Duration d) { return absl::StrCat(absl::ToInt64Milliseconds(d)); }
 
 // The properties Shipper sets from its own keys and for its guarantees. The extras of
@@ -72,7 +77,9 @@ std::vector<Property> OwnProperties(const KafkaSettings& s) {
       // duplicate or reorder within a partition.
       {k + "required_acks", "enable.idempotence", s.required_acks == -1 ? "true" : "false"},
       {k + "compression", "compression.codec", std::string(CompressionName(s.compression))},
-      {k + "compression_level", "compression.level", absl::StrCat(s.compression_level)},
+      // Codecs without levels (none, snappy) take librdkafka's default whatever the key says.
+      {k + "compression_level", "compression.level",
+       absl::StrCat(HasLevels(s.compression) ? s.compression_level : -1)},
       // Record batches no larger than one message may be, so that a broker accepting
       // max_message_bytes never refuses a batch of smaller messages as too large.
       {k + "max_message_bytes", "batch.size", absl::StrCat(s.max_message_bytes)},
@@ -595,11 +602,8 @@ void KafkaSettings::Validate(Problems* problems) const {
                   "delivery, and the persisted index would run ahead of what Kafka has; use -1 "
                   "(all in-sync replicas) or 1 (the leader)");
   }
-  const int max_level = compression == KafkaCompression::kGzip     ? 9
-                        : compression == KafkaCompression::kSnappy ? 0
-                        : compression == KafkaCompression::kNone   ? 0
-                                                                   : 12;
-  if (compression_level < -1 || compression_level > max_level) {
+  const int max_level = compression == KafkaCompression::kGzip ? 9 : 12;
+  if (HasLevels(compression) && (compression_level < -1 || compression_level > max_level)) {
     problems->Add(absl::StrCat(k, "compression_level: ", compression_level, " is out of range for ",
                                CompressionName(compression), ": -1 (the codec's default) to ",
                                max_level));
