@@ -62,11 +62,15 @@ void CgroupFixture::SetUpV1(absl::string_view mount_root, absl::string_view path
       "32 31 0:29 ",
       mount_root,
       " /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:12 - cgroup cgroup "
-      "rw,cpu,cpuacct\n",
+      "rw,cpu,cpuacct\n"
+      "35 31 0:32 ",
+      mount_root,
+      " /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:15 - cgroup cgroup "
+      "rw,memory\n",
       unified ? "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n" : "");
   WriteProc("self/mountinfo", mountinfo);
   WriteProc("self/cgroup",
-            absl::StrCat("12:pids:/\n", "3:cpuset:", path, "\n", "2:cpu,cpuacct:", path, "\n",
+            absl::StrCat("12:pids:/\n", "4:memory:", path, "\n", "3:cpuset:", path, "\n", "2:cpu,cpuacct:", path, "\n",
                          "1:name=systemd:", path, "\n", unified ? "0::/user.slice\n" : ""));
 }
 
@@ -90,6 +94,16 @@ void CgroupFixture::SetV1Quota(absl::string_view dir, absl::string_view quota,
 void CgroupFixture::SetV2Max(absl::string_view dir, absl::string_view cpu_max) {
   WriteCgroup(absl::StrCat(dir == "/" ? "" : dir.substr(1), dir == "/" ? "" : "/", "cpu.max"),
               absl::StrCat(cpu_max, "\n"));
+}
+
+void CgroupFixture::SetV1MemoryLimit(absl::string_view dir, absl::string_view limit) {
+  WriteCgroup(absl::StrCat("memory", dir == "/" ? "" : dir, "/memory.limit_in_bytes"),
+              absl::StrCat(limit, "\n"));
+}
+
+void CgroupFixture::SetV2MemoryMax(absl::string_view dir, absl::string_view memory_max) {
+  WriteCgroup(absl::StrCat(dir == "/" ? "" : dir.substr(1), dir == "/" ? "" : "/", "memory.max"),
+              absl::StrCat(memory_max, "\n"));
 }
 
 }  // namespace shipper::runtime

@@ -27,7 +27,8 @@ class CgroupFixture {
   // Replaces a file by a directory of the same name: it opens but cannot be read (EISDIR).
   void MakeUnreadable(absl::string_view relative);
 
-  // v1 cpu,cpuacct hierarchy mounted at /sys/fs/cgroup/cpu,cpuacct with the given root, a
+  // v1 cpu,cpuacct and memory hierarchies mounted at /sys/fs/cgroup/cpu,cpuacct and
+  // /sys/fs/cgroup/memory with the given root, a
   // cgroup2 mount at /sys/fs/cgroup/unified (hybrid) when `unified`, and /proc/self/cgroup saying
   // we are in `path`.
   void SetUpV1(absl::string_view mount_root, absl::string_view path, bool unified = false);
@@ -37,6 +38,9 @@ class CgroupFixture {
   void SetV1Quota(absl::string_view dir, absl::string_view quota, absl::string_view period);
   // v2 cpu.max in cgroup_root/<dir>.
   void SetV2Max(absl::string_view dir, absl::string_view cpu_max);
+  // v1 memory.limit_in_bytes in cgroup_root/memory/<dir>; v2 memory.max in cgroup_root/<dir>.
+  void SetV1MemoryLimit(absl::string_view dir, absl::string_view limit);
+  void SetV2MemoryMax(absl::string_view dir, absl::string_view memory_max);
 
  private:
   static void WriteFile(const std::string& path, absl::string_view content);
