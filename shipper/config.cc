@@ -75,7 +75,8 @@ std::vector<Key<Config>> ServerKeys() {
               [](Config& c) -> size_t& { return c.limits.max_message_size; }),
       K::Size("shipper.server.max_receive_memory",
               "memory gRPC may hold for requests being received, all connections together; "
-              "beyond it streams are reset (RESOURCE_EXHAUSTED)",
+              "beyond it streams are reset (RESOURCE_EXHAUSTED). Unset under a container memory "
+              "limit: a quarter of it",
               1, true, [](Config& c) -> size_t& { return c.limits.max_receive_memory; }),
       K::Size("shipper.server.max_events_per_request", "most events one PublishEvents may carry", 1,
               false, [](Config& c) -> size_t& { return c.limits.max_events_per_request; }),
@@ -107,7 +108,10 @@ std::vector<Key<Config>> ServerKeys() {
           [](Config& c) -> ClientAuthentication& { return c.ssl.client_authentication; }),
       K::Size("shipper.queue.mem.events", "queue capacity in events", 1, false,
               [](Config& c) -> size_t& { return c.queue.max_events; }),
-      K::Size("shipper.queue.mem.bytes", "queue capacity in bytes of events as received (0: none)",
+      K::Size("shipper.queue.mem.bytes",
+              "memory budget for received requests and the events queued from them, in bytes as "
+              "received; spent: partial acceptance (0: none). Unset under a container memory "
+              "limit: a quarter of it",
               0, true, [](Config& c) -> size_t& { return c.queue.max_bytes; }),
       K::Size("shipper.queue.mem.flush.min_events",
               "buffered loop: events to gather before a batch is handed out (<= 1: direct loop)", 0,
@@ -350,6 +354,52 @@ void SetOverride(const std::string& item, Draft& draft, Problems* problems) {
   problems->Add(Set(kv.first, value, "-E: ", draft));
 }
 
+constexpr size_t kMiB = size_t{1} << 20;
+
+// Sizes the memory budgets left unset from the container's memory limit and refuses budgets set
+// that do not fit it (config.h: LoadConfig).
+void SizeMemory(const runtime::MemoryLimit& limit, Draft& draft, Problems* problems) {
+  Config& config = draft.config;
+  config.memory_limit = limit;
+  if (!limit.limited()) return;
+  const size_t bytes = static_cast<size_t>(limit.bytes);
+  const std::string where = absl::StrCat("the container's memory limit (", bytes, " bytes, ",
+                                         limit.source, " ", limit.cgroup_dir, ")");
+  if (bytes < kFixedMemoryOverhead + 8 * kMiB) {
+    return problems->Add(absl::StrCat("config: ", where, " leaves no room for Shipper's fixed ",
+                                      "overhead (", kFixedMemoryOverhead,
+                                      " bytes) and its memory budgets: raise the limit"));
+  }
+  // A quarter each: half the limit for what clients send, the fixed overhead in the rest and a
+  // margin (a 256Mi sidecar: 64MiB + 64MiB + 64MiB, 64MiB to spare).
+  const size_t quarter = bytes / 4 / kMiB * kMiB;
+  if (!draft.given.count("shipper.queue.mem.bytes")) config.queue.max_bytes = quarter;
+  if (!draft.given.count("shipper.server.max_receive_memory")) {
+    config.limits.max_receive_memory = quarter;
+  }
+  if (!draft.given.count("shipper.server.max_message_size")) {
+    config.limits.max_message_size =
+        std::min(config.limits.max_message_size, config.limits.max_receive_memory);
+  }
+  if (config.queue.max_bytes == 0) {
+    return problems->Add(absl::StrCat("config: shipper.queue.mem.bytes is 0 (no budget) under ",
+                                      where, ": set a budget, or leave it unset to size it from ",
+                                      "the limit"));
+  }
+  size_t total = config.queue.max_bytes + config.limits.max_receive_memory + kFixedMemoryOverhead;
+  std::string keys = "shipper.queue.mem.bytes + shipper.server.max_receive_memory";
+  if (config.disk_queue) {
+    total += config.disk.buffer_size;
+    keys += " + shipper.queue.disk.buffer_size";
+  }
+  if (total > bytes) {
+    problems->Add(absl::StrCat("config: ", keys, " (", total - kFixedMemoryOverhead,
+                               " bytes) and Shipper's fixed overhead (", kFixedMemoryOverhead,
+                               " bytes) do not fit ", where,
+                               ": lower them, or leave them unset to size them from the limit"));
+  }
+}
+
 // What no single key can check on its own, for the server's settings.
 void Validate(const Config& config, Problems* problems) {
   problems->Add(queue::Queue::Validate(config.queue));
@@ -448,7 +498,8 @@ void ChooseOutput(Draft& draft, Problems* problems) {
 }  // namespace
 
 absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view source,
-                                   const std::vector<std::string>& overrides) {
+                                   const std::vector<std::string>& overrides,
+                                   const runtime::MemoryLimit& memory_limit) {
   Draft draft;
   Problems problems;
   try {
@@ -463,6 +514,7 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
         absl::StrCat(source, ":", e.mark.line + 1, ": not valid YAML: ", e.msg));
   }
   for (const std::string& item : overrides) SetOverride(item, draft, &problems);
+  SizeMemory(memory_limit, draft, &problems);
   Validate(draft.config, &problems);
   for (const auto& [name, settings] : draft.outputs) settings->Validate(&problems);
   ChooseOutput(draft, &problems);
@@ -472,8 +524,9 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
 }
 
 absl::StatusOr<Config> LoadConfig(const std::string& path,
-                                  const std::vector<std::string>& overrides) {
-  if (path.empty()) return ParseConfig("", "defaults", overrides);
+                                  const std::vector<std::string>& overrides,
+                                  const runtime::MemoryLimit& memory_limit) {
+  if (path.empty()) return ParseConfig("", "defaults", overrides, memory_limit);
   std::ifstream in(path);
   if (!in) {
     return absl::InvalidArgumentError(absl::StrCat("config file '", path, "' cannot be read (",
@@ -481,7 +534,7 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
                                                    "): check the path given to -c"));
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return ParseConfig(text, path, overrides);
+  return ParseConfig(text, path, overrides, memory_limit);
 }
 
 absl::Status Preflight(const Config& config) {

@@ -22,6 +22,7 @@
 #include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_quota.h"
+#include "runtime/memory_limit.h"
 #include "shipper/output/output.h"
 #include "shipper/request_validation.h"
 
@@ -88,6 +89,12 @@ struct Config {
     absl::Duration retune_interval = absl::Seconds(10);  // 0 turns re-tuning off
   } cpu;
 
+  // The container's memory limit found at start (runtime/memory_limit.h), which ParseConfig sized
+  // the memory budgets from: shipper.queue.mem.bytes (what Shipper holds for requests it copied
+  // and events it queued, runtime/memory_budget.h) and shipper.server.max_receive_memory (what
+  // gRPC holds). Peak RSS stays below their sum plus kFixedMemoryOverhead.
+  runtime::MemoryLimit memory_limit;
+
   // After SIGTERM, how long the queue may drain into the output before the process exits.
   absl::Duration shutdown_timeout = absl::Seconds(30);
 
@@ -109,16 +116,29 @@ struct Config {
   std::vector<std::string> notes;
 };
 
+// What Shipper's memory holds beside its two budgets, measured under floods of every event shape
+// with the output down (BENCHMARKS.md "Memory"): code, thread stacks, the queue's ring, gRPC's
+// and the allocator's own, batches being encoded. A memory limit must leave it room.
+constexpr size_t kFixedMemoryOverhead = size_t{64} << 20;
+
 // Builds the configuration from an optional YAML file (empty path: defaults only) and
 // `key=value` overrides applied in order, and checks that its settings make sense together
-// (pure: nothing outside the config is looked at). INVALID_ARGUMENT names every key that is
-// wrong and why, one per line.
+// (pure: nothing outside the config and `memory_limit` is looked at). INVALID_ARGUMENT names
+// every key that is wrong and why, one per line.
+//
+// With a memory limit (main detects it), shipper.queue.mem.bytes and
+// shipper.server.max_receive_memory left unset are a quarter of the limit each, and
+// shipper.server.max_message_size left unset at most max_receive_memory; budgets set that do not
+// fit the limit with kFixedMemoryOverhead are refused, naming the keys and the limit. Without a
+// limit the defaults stay.
 absl::StatusOr<Config> LoadConfig(const std::string& path,
-                                  const std::vector<std::string>& overrides);
+                                  const std::vector<std::string>& overrides,
+                                  const runtime::MemoryLimit& memory_limit = {});
 
 // Same, from YAML text instead of a file (`source` names it in errors).
 absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view source,
-                                   const std::vector<std::string>& overrides);
+                                   const std::vector<std::string>& overrides,
+                                   const runtime::MemoryLimit& memory_limit = {});
 
 // Checks that this machine can run `config`: every file a key names is readable (TLS
 // certificates and keys, valid PEM), every directory Shipper writes to is writable or can be

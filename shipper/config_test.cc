@@ -434,6 +434,73 @@ std::string TestPath(absl::string_view name) {
   return absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
 }
 
+runtime::MemoryLimit Limit(int64_t bytes) {
+  runtime::MemoryLimit limit;
+  limit.source = "cgroup2";
+  limit.bytes = bytes;
+  limit.cgroup_dir = "/sys/fs/cgroup/pod/c1";
+  return limit;
+}
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+TEST(ConfigTest, WithoutAMemoryLimitTheDefaultsStay) {
+  absl::StatusOr<Config> config = ParseConfig("", "test.yml", {}, runtime::MemoryLimit{});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->queue.max_bytes, 64 * kMiB);
+  EXPECT_EQ(config->limits.max_receive_memory, 128 * kMiB);
+  EXPECT_EQ(config->limits.max_message_size, 64 * kMiB);
+  EXPECT_FALSE(config->memory_limit.limited());
+}
+
+TEST(ConfigTest, UnsetBudgetsAreAQuarterOfTheMemoryLimitEach) {
+  absl::StatusOr<Config> config = ParseConfig("", "test.yml", {}, Limit(256 * kMiB));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->queue.max_bytes, 64 * kMiB);
+  EXPECT_EQ(config->limits.max_receive_memory, 64 * kMiB);
+  EXPECT_EQ(config->limits.max_message_size, 64 * kMiB);
+  EXPECT_EQ(config->memory_limit.bytes, int64_t{256} * int64_t{kMiB});
+
+  // A smaller limit: max_message_size follows max_receive_memory down, so requests still fit.
+  config = ParseConfig("", "test.yml", {}, Limit(128 * kMiB));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->queue.max_bytes, 32 * kMiB);
+  EXPECT_EQ(config->limits.max_receive_memory, 32 * kMiB);
+  EXPECT_EQ(config->limits.max_message_size, 32 * kMiB);
+
+  // One set, the other derived.
+  config = ParseConfig("", "test.yml", {"shipper.queue.mem.bytes=100MiB"}, Limit(512 * kMiB));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->queue.max_bytes, 100 * kMiB);
+  EXPECT_EQ(config->limits.max_receive_memory, 128 * kMiB);
+}
+
+TEST(ConfigTest, BudgetsThatDoNotFitTheMemoryLimitAreRefusedNamingKeysAndLimit) {
+  absl::StatusOr<Config> config = ParseConfig(
+      "", "test.yml", {"shipper.queue.mem.bytes=128MiB", "shipper.server.max_receive_memory=128MiB"},
+      Limit(256 * kMiB));
+  ASSERT_FALSE(config.ok());
+  const std::string message(config.status().message());
+  EXPECT_THAT(message, HasSubstr("shipper.queue.mem.bytes + shipper.server.max_receive_memory"));
+  EXPECT_THAT(message, HasSubstr("268435456 bytes, cgroup2 /sys/fs/cgroup/pod/c1"));
+
+  config = ParseConfig("", "test.yml", {"shipper.queue.mem.bytes=0"}, Limit(256 * kMiB));
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("shipper.queue.mem.bytes is 0"));
+
+  config = ParseConfig("", "test.yml", {}, Limit(32 * kMiB));
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("raise the limit"));
+
+  // The disk queue's buffer counts too.
+  config = ParseConfig("", "test.yml",
+                       {"shipper.queue.disk.enabled=true", "shipper.queue.disk.path=/tmp/q",
+                        "shipper.queue.disk.buffer_size=100MiB"},
+                       Limit(256 * kMiB));
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("shipper.queue.disk.buffer_size"));
+}
+
 TEST(ConfigTest, PreflightNamesWhatTlsSettingsMiss) {
   const std::string cert = TestPath("cert.pem"), key = TestPath("key.pem");
   std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";

@@ -18,7 +18,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "glog/logging.h"
+#include "runtime/allocator.h"
 #include "runtime/cpu_quota.h"
+#include "runtime/memory_limit.h"
 #include "runtime/signals.h"
 #include "shipper/config.h"
 #include "shipper/shipper.h"
@@ -46,7 +48,14 @@ Usage: shipper [-c FILE] [-E key=value ...] [--cpus=N] [--check_config]
 
 --check_config runs every check start runs before it creates, binds or writes anything (keys,
 TLS files, directories, listen addresses, the output's own), prints every problem it finds and
-exits 2, or 0 when start would go ahead. Keys of the archived elastic-agent-shipper (type,
+exits 2, or 0 when start would go ahead.
+
+Memory: under a container memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes, the
+tightest up the hierarchy), shipper.queue.mem.bytes and shipper.server.max_receive_memory left
+unset are a quarter of the limit each; set ones must fit the limit with Shipper's fixed overhead
+(64MiB) or start and --check_config refuse them, naming the keys and the limit. Peak memory stays
+below the two budgets plus that overhead: when they are spent, clients get partial acceptance.
+Without a limit the defaults below hold. Keys of the archived elastic-agent-shipper (type,
 monitoring.enabled, http.expvar.enabled) are taken; see README "Migrating".
 
 Config keys (defaults shown):
@@ -81,6 +90,7 @@ int Refuse(const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string allocator = shipper::runtime::ConfigureAllocator();  // before any thread
   shipper::runtime::BlockTerminationSignals();
   // Debian builds Abseil with mutex deadlock detection on; its bookkeeping showed in profiles
   // (gRPC takes absl::Mutex on every call) and finds nothing a test run would not.
@@ -99,7 +109,9 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
 
   // Start and --check_config refuse the same configs with the same words: both run these.
-  absl::StatusOr<shipper::Config> config = shipper::LoadConfig(absl::GetFlag(FLAGS_c), overrides);
+  const shipper::runtime::MemoryLimit memory_limit = shipper::runtime::DetectMemoryLimit();
+  absl::StatusOr<shipper::Config> config =
+      shipper::LoadConfig(absl::GetFlag(FLAGS_c), overrides, memory_limit);
   if (!config.ok()) return Refuse(config.status());
   if (absl::Status preflight = shipper::Preflight(*config); !preflight.ok()) {
     return Refuse(preflight);
@@ -109,10 +121,17 @@ int main(int argc, char** argv) {
   config->cpu.override_cpus = absl::GetFlag(FLAGS_cpus) > 0 ? absl::GetFlag(FLAGS_cpus) : *env_cpus;
   for (const std::string& warning : config->warnings) LOG(WARNING) << warning;
   for (const std::string& note : config->notes) LOG(INFO) << note;
+  const std::string memory = absl::StrCat(
+      "memory limit: ", memory_limit.ToString(), "; budgets: shipper.queue.mem.bytes=",
+      config->queue.max_bytes, " shipper.server.max_receive_memory=",
+      config->limits.max_receive_memory, " (+", shipper::kFixedMemoryOverhead, " fixed)");
+  if (!memory_limit.reason.empty()) LOG(WARNING) << "memory limit: " << memory_limit.reason;
+  LOG(INFO) << memory;
+  LOG(INFO) << allocator;
   const std::string destination = config->output_settings->Destination();
   if (absl::GetFlag(FLAGS_check_config)) {
     std::cout << "config OK: listen on " << config->server_address << ", output " << destination
-              << "\n";
+              << "; " << memory << "\n";
     return 0;
   }
 

@@ -23,8 +23,12 @@ constexpr absl::Duration kMaxPublishWait = absl::Milliseconds(500);
 // How long an idle Serve() thread waits before checking whether its pool shrank.
 constexpr absl::Duration kServePoll = absl::Milliseconds(500);
 
-// PublishEvents calls posted to gRPC ahead of time, so arriving calls rarely wait to be matched.
-constexpr int kWaitingCalls = 32;
+constexpr absl::string_view kPublishEventsMethod =
+    "/elastic.agent.shipper.v1.Producer/PublishEvents";
+
+// PublishEvents calls posted to gRPC ahead of time, so arriving calls rarely wait to be matched:
+// at most this many, and no more than max_receive_memory / max_message_size.
+constexpr size_t kMaxWaitingCalls = 32;
 
 grpc::ByteBuffer Serialized(const pb::PublishReply& reply) {
   grpc::ByteBuffer bytes;
@@ -39,6 +43,16 @@ grpc::ByteBuffer Serialized(const pb::PublishReply& reply) {
 // every event that points into it.
 class ProducerService::Request final : public queue::EventOwner {
  public:
+  explicit Request(runtime::MemoryBudget* budget) : budget_(budget) {}
+
+  // Takes `bytes` of the budget for this request's copy, waiting until `deadline` at most; they
+  // go back when the request is freed. False when they could not be had. Call once.
+  bool Charge(size_t bytes, absl::Time deadline) {
+    if (!budget_->TryAcquire(bytes) && !budget_->Acquire(bytes, deadline)) return false;
+    charged_ = bytes;
+    return true;
+  }
+
   // Called once per queued event, and once by the call when it is over.
   void Release() override {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
@@ -50,48 +64,96 @@ class ProducerService::Request final : public queue::EventOwner {
   pb::PublishReply& reply() { return reply_; }
 
  private:
-  ~Request() = default;
+  ~Request() {
+    // The copy first, then the charge that covered it.
+    received_ = ReceivedRequest();
+    budget_->Release(charged_);
+  }
 
+  runtime::MemoryBudget* const budget_;
+  size_t charged_ = 0;
   ReceivedRequest received_;
   pb::PublishReply reply_;
   std::atomic<int64_t> refs_{1};
 };
 
-// One PublishEvents call, from waiting for a request to its reply sent. Its address is its tag
+// One PublishEvents call, from waiting for a call to its reply sent. Its address is its tag
 // on the completion queue; only the thread handling its current event touches it.
+//
+// PublishEvents is served through gRPC's generic API so that a request's message is read only
+// once a call has been posted for it: for a registered unary method gRPC reads the message of
+// every stream that arrives, before any call is there to take it, however many clients send at
+// once (16 connections × 8 large requests held 500 MiB that way, far past the resource quota,
+// which reclaims only after the fact). Here at most waiting_calls_ messages are read or waiting
+// to be copied at any time; other streams wait with what their HTTP/2 window let in.
 class ProducerService::PublishCall final {
  public:
-  // Asks gRPC for the next PublishEvents call.
+  // Asks gRPC for the next call.
   explicit PublishCall(ProducerService* service)
-      : service_(service), request_(new Request), responder_(&context_) {
-    service->RequestPublishEvents(&context_, &bytes_, &responder_, service->cq_, service->cq_,
-                                  this);
+      : service_(service), request_(new Request(service->budget_)), stream_(&context_) {
+    service->generic_.RequestCall(&context_, &stream_, service->cq_, service->cq_, this);
   }
   ~PublishCall() { request_->Release(); }
 
-  // First the request arrived (or, !ok, the server is shutting down), then the reply was sent.
+  // The call arrived (!ok: the server is shutting down), then its message was read (!ok: none
+  // came), then the reply was sent.
   void Proceed(bool ok) {
-    if (replying_ || !ok) {
-      delete this;
-      return;
+    switch (state_) {
+      case State::kArriving:
+        if (!ok) break;
+        if (context_.method() != kPublishEventsMethod) {
+          return Refuse(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                     absl::StrCat("unknown method ", context_.method())));
+        }
+        state_ = State::kReading;
+        stream_.Read(&bytes_, this);
+        return;
+      case State::kReading:
+        if (!ok) {
+          return Refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     "PublishEvents: no request message"));
+        }
+        return Reply();
+      case State::kFinishing:
+        break;
     }
-    new PublishCall(service_);  // the next call waits in our place
-    replying_ = true;
-    const absl::Time start = absl::Now();
-    const grpc::Status status = service_->Publish(context_, &bytes_, *request_);
-    metrics::ShipperMetrics::Get().Published(
-        request_->scanned().events.size(), request_->reply().accepted_count(),
-        request_->reply().accepted_index(), status.error_code(), start);
-    responder_.Finish(Serialized(request_->reply()), status, this);
+    delete this;
   }
 
  private:
+  enum class State { kArriving, kReading, kFinishing };
+
+  void Reply() {
+    const absl::Time start = absl::Now();
+    // How long a publish may wait for memory or for room in the queue.
+    const absl::Time deadline =
+        std::min(absl::FromChrono(context_.deadline()), absl::Now() + kMaxPublishWait);
+    grpc::Status status;
+    const bool received = service_->Receive(bytes_, deadline, *request_, &status);
+    bytes_.Clear();  // from here on only the request's own copy holds the events
+    // Only now the next call takes our place: the number of calls bounds what gRPC holds.
+    new PublishCall(service_);
+    if (received) status = service_->Publish(deadline, *request_);
+    metrics::ShipperMetrics::Get().Published(
+        request_->scanned().events.size(), request_->reply().accepted_count(),
+        request_->reply().accepted_index(), status.error_code(), start);
+    state_ = State::kFinishing;
+    if (!status.ok()) return stream_.Finish(status, this);
+    stream_.WriteAndFinish(Serialized(request_->reply()), grpc::WriteOptions(), status, this);
+  }
+
+  void Refuse(const grpc::Status& status) {
+    new PublishCall(service_);
+    state_ = State::kFinishing;
+    stream_.Finish(status, this);
+  }
+
   ProducerService* const service_;
   Request* const request_;
-  grpc::ServerContext context_;
-  grpc::ByteBuffer bytes_;  // the request as received; empty once scanned
-  grpc::ServerAsyncResponseWriter<grpc::ByteBuffer> responder_;
-  bool replying_ = false;
+  grpc::GenericServerContext context_;
+  grpc::GenericServerAsyncReaderWriter stream_;
+  grpc::ByteBuffer bytes_;  // the request as received; empty once copied
+  State state_ = State::kArriving;
 };
 
 // One PersistedIndex call. Its state is guarded by the service's mu_; every transition goes
@@ -205,8 +267,16 @@ class ProducerService::IndexStream final
   bool finished_ ABSL_GUARDED_BY(service_->mu_) = false;
 };
 
-ProducerService::ProducerService(queue::Queue* queue, std::string uuid, RequestLimits limits)
-    : queue_(queue), uuid_(std::move(uuid)), limits_(limits) {
+ProducerService::ProducerService(queue::Queue* queue, runtime::MemoryBudget* budget,
+                                 std::string uuid, RequestLimits limits,
+                                 size_t max_receive_memory)
+    : queue_(queue),
+      budget_(budget),
+      uuid_(std::move(uuid)),
+      limits_(limits),
+      waiting_calls_(static_cast<int>(std::clamp<size_t>(
+          max_receive_memory / std::max<size_t>(limits.max_message_size, 1), 1,
+          kMaxWaitingCalls))) {
   producer_ = queue_->NewProducer([this](uint64_t) { OnPersisted(); });
   broadcaster_ = std::thread([this] { BroadcastLoop(); });
 }
@@ -275,10 +345,16 @@ void ProducerService::EndStreams() {
   broadcaster_.join();
 }
 
+void ProducerService::RegisterWith(grpc::ServerBuilder* builder) {
+  builder->RegisterService(this);
+  builder->RegisterAsyncGenericService(&generic_);
+}
+
 void ProducerService::StartServing(grpc::ServerCompletionQueue* cq) {
   cq_ = cq;
-  // Calls waiting for a thread are matched with these; each call that starts posts another.
-  for (int i = 0; i < kWaitingCalls; ++i) new PublishCall(this);
+  // Calls waiting for a thread are matched with these; each posts another once its request is
+  // copied (or refused).
+  for (int i = 0; i < waiting_calls_; ++i) new PublishCall(this);
 }
 
 void ProducerService::Serve(const runtime::WorkerPool::Worker& worker) {
@@ -303,14 +379,38 @@ void ProducerService::FinishServing() {
   while (cq_->Next(&tag, &ok)) static_cast<PublishCall*>(tag)->Proceed(ok);
 }
 
-grpc::Status ProducerService::Publish(const grpc::ServerContext& context, grpc::ByteBuffer* bytes,
-                                      Request& request) {
-  absl::Status taken = request.received().Take(*bytes, limits_);
-  bytes->Clear();  // from here on only the request's own copy holds the events
+bool ProducerService::Receive(const grpc::ByteBuffer& bytes, absl::Time deadline,
+                              Request& request, grpc::Status* status) {
+  pb::PublishReply& reply = request.reply();
+  reply.set_uuid(uuid_);
+  // Take() refuses what is larger than max_message_size before it copies anything.
+  const size_t size = bytes.Length();
+  if (size <= limits_.max_message_size && !request.Charge(size, deadline)) {
+    if (budget_->capacity() != 0 && size > budget_->capacity()) {
+      *status = grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("request of ", size, " bytes is larger than the memory budget ",
+                       "shipper.queue.mem.bytes (", budget_->capacity(),
+                       " bytes): send fewer events per request"));
+      return false;
+    }
+    // Spent for now: as a full queue, none accepted, and the client resends.
+    reply.set_accepted_count(0);
+    reply.set_accepted_index(queue_->persisted_index());
+    *status = grpc::Status::OK;
+    return false;
+  }
+  const absl::Status taken = request.received().Take(bytes, limits_);
   if (!taken.ok()) {
     // absl's and gRPC's codes are the same numbers.
-    return grpc::Status(static_cast<grpc::StatusCode>(taken.code()), std::string(taken.message()));
+    *status =
+        grpc::Status(static_cast<grpc::StatusCode>(taken.code()), std::string(taken.message()));
+    return false;
   }
+  return true;
+}
+
+grpc::Status ProducerService::Publish(absl::Time deadline, Request& request) {
   const ScannedRequest& scanned = request.scanned();
   if (!scanned.uuid.empty() && scanned.uuid != uuid_) {
     return grpc::Status(
@@ -338,13 +438,10 @@ grpc::Status ProducerService::Publish(const grpc::ServerContext& context, grpc::
   }
   queue::PublishResult result = producer_->TryPublish(absl::MakeSpan(events));
   if (result.accepted == 0 && absl::IsResourceExhausted(result.status)) {
-    absl::Time deadline =
-        std::min(absl::FromChrono(context.deadline()), absl::Now() + kMaxPublishWait);
     result = producer_->Publish(absl::MakeSpan(events), deadline);
   }
   if (result.accepted == 0 && !accepting_.load(std::memory_order_relaxed)) return shutting_down;
   pb::PublishReply& reply = request.reply();
-  reply.set_uuid(uuid_);
   reply.set_accepted_count(static_cast<uint32_t>(result.accepted));
   reply.set_accepted_index(result.last_index);
   return grpc::Status::OK;

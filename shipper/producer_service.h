@@ -6,6 +6,12 @@
 // freed when its last event is acknowledged. When the queue is full it accepts a prefix
 // (waiting briefly if nothing fits) and the client resends the rest.
 //
+// Each request's copy counts against the memory budget (runtime/memory_budget.h) from before it
+// is copied until the request is freed. When the budget cannot take a request, it waits as for
+// room in the queue and then replies that none of it was accepted (the client resends), so
+// memory never grows past the budget; a request larger than the whole budget is refused with
+// RESOURCE_EXHAUSTED naming shipper.queue.mem.bytes.
+//
 // PublishEvents, the hot path, uses gRPC's async API so that it runs on threads we size from the
 // CPU quota (a WorkerPool calling Serve()); gRPC's callback threads are sized from the host's
 // cores and cannot be bounded. PersistedIndex, which does little work, uses the callback API.
@@ -27,8 +33,11 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/server_builder.h"
 #include "proto/producer.grpc.pb.h"
 #include "queue/queue.h"
+#include "runtime/memory_budget.h"
 #include "runtime/worker_pool.h"
 #include "shipper/received_request.h"
 #include "shipper/request_validation.h"
@@ -36,16 +45,21 @@
 namespace shipper {
 
 class ProducerService final
-    : public elastic::agent::shipper::v1::Producer::WithRawMethod_PublishEvents<
+    : public elastic::agent::shipper::v1::Producer::WithGenericMethod_PublishEvents<
           elastic::agent::shipper::v1::Producer::WithCallbackMethod_PersistedIndex<
               elastic::agent::shipper::v1::Producer::Service>> {
  public:
-  // `queue` must outlive the service.
-  ProducerService(queue::Queue* queue, std::string uuid, RequestLimits limits);
+  // `queue` and `budget` must outlive the service. gRPC is given at most max_receive_memory /
+  // limits.max_message_size calls to read requests into at once (at least 1, at most 32).
+  ProducerService(queue::Queue* queue, runtime::MemoryBudget* budget, std::string uuid,
+                  RequestLimits limits, size_t max_receive_memory);
   ~ProducerService() override;
 
-  // Starts taking PublishEvents calls from `cq`. REQUIRES: the server was built with this service
-  // and `cq` (ServerBuilder::AddCompletionQueue); `cq` outlives every Serve() call.
+  // Registers with `builder` this service and the generic service that takes its PublishEvents
+  // calls.
+  void RegisterWith(grpc::ServerBuilder* builder);
+  // Starts taking PublishEvents calls from `cq`. REQUIRES: the server was built with
+  // RegisterWith() and `cq` (ServerBuilder::AddCompletionQueue); `cq` outlives every Serve().
   void StartServing(grpc::ServerCompletionQueue* cq);
   // Handles PublishEvents calls until `worker` is asked to stop or the completion queue is shut
   // down and empty.
@@ -69,10 +83,14 @@ class ProducerService final
   class PublishCall;
   class Request;
 
-  // Scans `bytes` into the request, puts its events into the queue and fills the reply; the
-  // status to send.
-  grpc::Status Publish(const grpc::ServerContext& context, grpc::ByteBuffer* bytes,
-                       Request& request);
+  // Charges the memory budget for `bytes` (waiting until `deadline` at most) and copies and
+  // scans them into the request. False when the call is decided already: *status (and, when OK,
+  // the reply: none accepted) is what to send.
+  bool Receive(const grpc::ByteBuffer& bytes, absl::Time deadline, Request& request,
+               grpc::Status* status);
+  // Puts the received request's events into the queue (waiting until `deadline` at most when
+  // none fits) and fills the reply; the status to send.
+  grpc::Status Publish(absl::Time deadline, Request& request);
 
   // What a PersistedIndex stream does next; decided under mu_, done after it is released.
   // kCancel finishes with CANCELLED: decided under mu_, since cancelled_ may change after.
@@ -88,9 +106,12 @@ class ProducerService final
 
   // Constant after construction.
   queue::Queue* const queue_;
+  runtime::MemoryBudget* const budget_;
   const std::string uuid_;
   const RequestLimits limits_;
+  const int waiting_calls_;  // PublishEvents calls posted to gRPC ahead of time
   std::unique_ptr<queue::Producer> producer_;
+  grpc::AsyncGenericService generic_;          // PublishEvents
   grpc::ServerCompletionQueue* cq_ = nullptr;  // set once by StartServing
   std::atomic<bool> accepting_{true};
 

@@ -15,6 +15,7 @@
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
 #include "runtime/executor_sizing.h"
+#include "runtime/memory_budget.h"
 #include "runtime/worker_pool.h"
 #include "shipper/health_server.h"
 #include "shipper/listener.h"
@@ -39,7 +40,10 @@ std::string NewUuid() {
 class ShipperImpl final : public Shipper {
  public:
   explicit ShipperImpl(const Config& config)
-      : config_(config), uuid_(NewUuid()), grpc_quota_("shipper") {}
+      : config_(config),
+        uuid_(NewUuid()),
+        grpc_quota_("shipper"),
+        budget_(config.queue.max_bytes) {}
 
   ~ShipperImpl() override { Stop(); }
 
@@ -78,7 +82,8 @@ class ShipperImpl final : public Shipper {
         "output", runtime::OutputWorkers(cpus),
         [this](const runtime::WorkerPool::Worker&) { delivery_->Run(); });
 
-    service_ = std::make_unique<ProducerService>(queue_.get(), uuid_, config_.limits);
+    service_ = std::make_unique<ProducerService>(queue_.get(), &budget_, uuid_, config_.limits,
+                                                 config_.limits.max_receive_memory);
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Open(config_);
@@ -94,11 +99,15 @@ class ShipperImpl final : public Shipper {
     builder.SetMaxReceiveMessageSize(-1);
     builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
     builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
+    // A stream waiting for a PublishEvents call holds what its HTTP/2 window let in
+    // (producer_service.cc): without the bandwidth-delay probe, which grows windows to
+    // megabytes, that is the default 64KiB.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     // Below INT_MAX: the config refuses more.
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                static_cast<int>(config_.limits.max_concurrent_streams));
     listener_->ServeWith(&builder);
-    builder.RegisterService(service_.get());
+    service_->RegisterWith(&builder);
     metrics::AddGrpcMetrics(&builder);
     cq_ = builder.AddCompletionQueue();
     server_ = builder.BuildAndStart();
@@ -121,7 +130,8 @@ class ShipperImpl final : public Shipper {
       health_ = *std::move(health);
     }
     absl::StatusOr<std::unique_ptr<metrics::Exporter>> exporter = metrics::Exporter::Start(
-        config_, queue_.get(), disk_queue_, cpu_.get(), workers_.get(), grpc_workers_.get());
+        config_, queue_.get(), disk_queue_, &budget_, cpu_.get(), workers_.get(),
+        grpc_workers_.get());
     if (!exporter.ok()) return exporter.status();
     exporter_ = *std::move(exporter);
     return absl::OkStatus();
@@ -157,6 +167,9 @@ class ShipperImpl final : public Shipper {
   const Config config_;
   const std::string uuid_;
   grpc::ResourceQuota grpc_quota_;
+  // Request copies, and so every queued event (shipper.queue.mem.bytes). Before the queue and
+  // the service: what they hold gives its bytes back when it is freed.
+  runtime::MemoryBudget budget_;
   std::unique_ptr<queue::Queue> queue_;
   const queue::DiskQueue* disk_queue_ = nullptr;  // queue_, when it is the disk queue
   std::unique_ptr<Delivery> delivery_;            // the output, its retries and dead letters

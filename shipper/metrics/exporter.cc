@@ -8,6 +8,7 @@ namespace shipper::metrics {
 absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(const Config& config,
                                                           const queue::Queue* queue,
                                                           const queue::DiskQueue* disk_queue,
+                                                          const runtime::MemoryBudget* budget,
                                                           const runtime::CpuMonitor* cpu,
                                                           const runtime::WorkerPool* output_workers,
                                                           const runtime::WorkerPool* grpc_workers) {
@@ -20,6 +21,9 @@ absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(const Config& config,
     sources.queue_max_events = config.queue.max_events;
     sources.queue_max_bytes = config.queue.max_bytes;
   }
+  sources.memory_limit = config.memory_limit;
+  sources.budget = budget;
+  sources.max_receive_memory = config.limits.max_receive_memory;
   sources.cpu = cpu;
   sources.output_workers = [output_workers] { return output_workers->live_threads(); };
   sources.grpc_workers = [grpc_workers] { return grpc_workers->live_threads(); };

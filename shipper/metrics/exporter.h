@@ -2,8 +2,8 @@
 // http.enabled, and the periodic summary line (logging.metrics.*). Start()
 // logs "metrics on http://HOST:PORT/metrics" with the real port.
 //
-// Thread safety: SetServing() from any thread. The endpoint reads the queue, the CPU monitor and
-// the pools on its own threads: destroy the Exporter before any of them.
+// Thread safety: SetServing() from any thread. The endpoint reads the queue, the memory budget,
+// the CPU monitor and the pools on its own threads: destroy the Exporter before any of them.
 #ifndef SHIPPER_SHIPPER_METRICS_EXPORTER_H_
 #define SHIPPER_SHIPPER_METRICS_EXPORTER_H_
 
@@ -14,6 +14,7 @@
 #include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
+#include "runtime/memory_budget.h"
 #include "runtime/worker_pool.h"
 #include "shipper/config.h"
 #include "shipper/metrics/http_server.h"
@@ -27,6 +28,7 @@ class Exporter {
   static absl::StatusOr<std::unique_ptr<Exporter>> Start(const Config& config,
                                                          const queue::Queue* queue,
                                                          const queue::DiskQueue* disk_queue,
+                                                         const runtime::MemoryBudget* budget,
                                                          const runtime::CpuMonitor* cpu,
                                                          const runtime::WorkerPool* output_workers,
                                                          const runtime::WorkerPool* grpc_workers);

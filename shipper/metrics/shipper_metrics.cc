@@ -152,7 +152,32 @@ void CollectKafka(const KafkaMetrics& kafka, Collection* c) {
       .Sample(kafka.sent_message_bytes.value());
 }
 
+void CollectMemory(const Sources& sources, Collection* c) {
+  if (sources.memory_limit.limited()) {
+    c->Add("shipper_memory_limit_bytes",
+           "The container's memory limit found at start (cgroup2 memory.max or cgroup1 "
+           "memory.limit_in_bytes, the tightest up the hierarchy); absent without one.",
+           Type::kGauge)
+        .Sample(static_cast<double>(sources.memory_limit.bytes),
+                FormatLabels({{"source", sources.memory_limit.source}}));
+  }
+  if (sources.budget == nullptr) return;
+  c->Add("shipper_memory_budget_bytes",
+         "The memory budgets: part=\"requests\" what Shipper may hold for requests it copied and "
+         "the events queued from them (shipper.queue.mem.bytes, 0: none), part=\"receive\" what "
+         "gRPC may hold for requests on their way in (shipper.server.max_receive_memory).",
+         Type::kGauge)
+      .Sample(sources.budget->capacity(), FormatLabels({{"part", "requests"}}));
+  c->Sample(sources.max_receive_memory, FormatLabels({{"part", "receive"}}));
+  c->Add("shipper_memory_budget_in_use_bytes",
+         "What of the requests budget is held now: request copies, from before they are copied "
+         "until their last event is acknowledged.",
+         Type::kGauge)
+      .Sample(sources.budget->in_use(), FormatLabels({{"part", "requests"}}));
+}
+
 void CollectRuntime(const Sources& sources, const Counter& retunes, Collection* c) {
+  CollectMemory(sources, c);
   if (sources.cpu != nullptr) {
     const runtime::CpuQuota quota = sources.cpu->current();
     c->Add("shipper_cpu_effective",

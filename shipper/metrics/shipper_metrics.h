@@ -22,6 +22,8 @@
 #include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
+#include "runtime/memory_budget.h"
+#include "runtime/memory_limit.h"
 #include "shipper/metrics/metric.h"
 #include "shipper/metrics/persist_latency.h"
 
@@ -34,6 +36,9 @@ struct Sources {
   size_t queue_max_bytes = 0;                    // 0: no byte limit
   std::function<queue::DiskStats()> disk_queue;  // when the queue is the disk queue
   uint64_t disk_max_bytes = 0;
+  runtime::MemoryLimit memory_limit;              // as detected at start
+  const runtime::MemoryBudget* budget = nullptr;  // shipper.queue.mem.bytes: copies, queued
+  size_t max_receive_memory = 0;                  // gRPC's part of the memory budget
   const runtime::CpuMonitor* cpu = nullptr;
   std::function<int()> output_workers;  // live threads of the output pool
   std::function<int()> grpc_workers;    // live threads of the pool serving PublishEvents
