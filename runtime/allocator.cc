@@ -25,8 +25,8 @@ std::string ConfigureAllocator() {
   const bool ok = mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 &&
                   mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1 &&
                   mallopt(M_ARENA_MAX, kArenas) == 1;
-  return absl::StrCat("malloc: mmap_threshold=", kMmapThreshold, " trim_threshold=",
-                      kTrimThreshold, " arena_max=", kArenas, ok ? "" : " (mallopt refused some)");
+  return absl::StrCat("malloc: mmap_threshold=", kMmapThreshold, " trim_threshold=", kTrimThreshold,
+                      " arena_max=", kArenas, ok ? "" : " (mallopt refused some)");
 #else
   return "malloc: not glibc's (or a sanitizer's): left as it is";
 #endif

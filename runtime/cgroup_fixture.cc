@@ -69,9 +69,9 @@ void CgroupFixture::SetUpV1(absl::string_view mount_root, absl::string_view path
       "rw,memory\n",
       unified ? "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n" : "");
   WriteProc("self/mountinfo", mountinfo);
-  WriteProc("self/cgroup",
-            absl::StrCat("12:pids:/\n", "4:memory:", path, "\n", "3:cpuset:", path, "\n", "2:cpu,cpuacct:", path, "\n",
-                         "1:name=systemd:", path, "\n", unified ? "0::/user.slice\n" : ""));
+  WriteProc("self/cgroup", absl::StrCat("12:pids:/\n", "4:memory:", path, "\n", "3:cpuset:", path,
+                                        "\n", "2:cpu,cpuacct:", path, "\n", "1:name=systemd:", path,
+                                        "\n", unified ? "0::/user.slice\n" : ""));
 }
 
 void CgroupFixture::SetUpV2(absl::string_view mount_root, absl::string_view path) {

@@ -187,9 +187,8 @@ class CpuQuotaReaderImpl final : public CpuQuotaReader {
   // Finds the cgroup directory and its ancestors up to the mount point, and opens their files.
   void Resolve(const std::string& memberships_text) {
     levels_.clear();
-    internal::CgroupDirs found =
-        internal::FindCgroupDirs(memberships_text, self_cgroup_.path(), "cpu", options_.proc_root,
-                                 options_.cgroup_root);
+    internal::CgroupDirs found = internal::FindCgroupDirs(
+        memberships_text, self_cgroup_.path(), "cpu", options_.proc_root, options_.cgroup_root);
     version_ = found.version;
     resolve_reason_ = std::move(found.reason);
     for (std::string& dir : found.dirs) {

@@ -42,8 +42,8 @@ MemoryLimit DetectMemoryLimit(const MemoryLimitOptions& options) {
     result.reason = std::string(memberships.status().message());
     return result;
   }
-  internal::CgroupDirs found = internal::FindCgroupDirs(
-      *memberships, self_cgroup, "memory", options.proc_root, options.cgroup_root);
+  internal::CgroupDirs found = internal::FindCgroupDirs(*memberships, self_cgroup, "memory",
+                                                        options.proc_root, options.cgroup_root);
   if (!found.reason.empty()) reasons.push_back(std::move(found.reason));
   const char* file = found.version == 1 ? "/memory.limit_in_bytes" : "/memory.max";
   for (size_t i = 0; i < found.dirs.size(); ++i) {

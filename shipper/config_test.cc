@@ -476,9 +476,10 @@ TEST(ConfigTest, UnsetBudgetsAreAQuarterOfTheMemoryLimitEach) {
 }
 
 TEST(ConfigTest, BudgetsThatDoNotFitTheMemoryLimitAreRefusedNamingKeysAndLimit) {
-  absl::StatusOr<Config> config = ParseConfig(
-      "", "test.yml", {"shipper.queue.mem.bytes=128MiB", "shipper.server.max_receive_memory=128MiB"},
-      Limit(256 * kMiB));
+  absl::StatusOr<Config> config =
+      ParseConfig("", "test.yml",
+                  {"shipper.queue.mem.bytes=128MiB", "shipper.server.max_receive_memory=128MiB"},
+                  Limit(256 * kMiB));
   ASSERT_FALSE(config.ok());
   const std::string message(config.status().message());
   EXPECT_THAT(message, HasSubstr("shipper.queue.mem.bytes + shipper.server.max_receive_memory"));

@@ -121,10 +121,11 @@ int main(int argc, char** argv) {
   config->cpu.override_cpus = absl::GetFlag(FLAGS_cpus) > 0 ? absl::GetFlag(FLAGS_cpus) : *env_cpus;
   for (const std::string& warning : config->warnings) LOG(WARNING) << warning;
   for (const std::string& note : config->notes) LOG(INFO) << note;
-  const std::string memory = absl::StrCat(
-      "memory limit: ", memory_limit.ToString(), "; budgets: shipper.queue.mem.bytes=",
-      config->queue.max_bytes, " shipper.server.max_receive_memory=",
-      config->limits.max_receive_memory, " (+", shipper::kFixedMemoryOverhead, " fixed)");
+  const std::string memory =
+      absl::StrCat("memory limit: ", memory_limit.ToString(),
+                   "; budgets: shipper.queue.mem.bytes=", config->queue.max_bytes,
+                   " shipper.server.max_receive_memory=", config->limits.max_receive_memory, " (+",
+                   shipper::kFixedMemoryOverhead, " fixed)");
   if (!memory_limit.reason.empty()) LOG(WARNING) << "memory limit: " << memory_limit.reason;
   LOG(INFO) << memory;
   LOG(INFO) << allocator;

@@ -268,15 +268,14 @@ class ProducerService::IndexStream final
 };
 
 ProducerService::ProducerService(queue::Queue* queue, runtime::MemoryBudget* budget,
-                                 std::string uuid, RequestLimits limits,
-                                 size_t max_receive_memory)
+                                 std::string uuid, RequestLimits limits, size_t max_receive_memory)
     : queue_(queue),
       budget_(budget),
       uuid_(std::move(uuid)),
       limits_(limits),
-      waiting_calls_(static_cast<int>(std::clamp<size_t>(
-          max_receive_memory / std::max<size_t>(limits.max_message_size, 1), 1,
-          kMaxWaitingCalls))) {
+      waiting_calls_(static_cast<int>(
+          std::clamp<size_t>(max_receive_memory / std::max<size_t>(limits.max_message_size, 1), 1,
+                             kMaxWaitingCalls))) {
   producer_ = queue_->NewProducer([this](uint64_t) { OnPersisted(); });
   broadcaster_ = std::thread([this] { BroadcastLoop(); });
 }
@@ -379,19 +378,19 @@ void ProducerService::FinishServing() {
   while (cq_->Next(&tag, &ok)) static_cast<PublishCall*>(tag)->Proceed(ok);
 }
 
-bool ProducerService::Receive(const grpc::ByteBuffer& bytes, absl::Time deadline,
-                              Request& request, grpc::Status* status) {
+bool ProducerService::Receive(const grpc::ByteBuffer& bytes, absl::Time deadline, Request& request,
+                              grpc::Status* status) {
   pb::PublishReply& reply = request.reply();
   reply.set_uuid(uuid_);
   // Take() refuses what is larger than max_message_size before it copies anything.
   const size_t size = bytes.Length();
   if (size <= limits_.max_message_size && !request.Charge(size, deadline)) {
     if (budget_->capacity() != 0 && size > budget_->capacity()) {
-      *status = grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("request of ", size, " bytes is larger than the memory budget ",
-                       "shipper.queue.mem.bytes (", budget_->capacity(),
-                       " bytes): send fewer events per request"));
+      *status =
+          grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       absl::StrCat("request of ", size, " bytes is larger than the memory budget ",
+                                    "shipper.queue.mem.bytes (", budget_->capacity(),
+                                    " bytes): send fewer events per request"));
       return false;
     }
     // Spent for now: as a full queue, none accepted, and the client resends.

@@ -14,7 +14,10 @@
 //
 // PublishEvents, the hot path, uses gRPC's async API so that it runs on threads we size from the
 // CPU quota (a WorkerPool calling Serve()); gRPC's callback threads are sized from the host's
-// cores and cannot be bounded. PersistedIndex, which does little work, uses the callback API.
+// cores and cannot be bounded. It is served as a generic method (RegisterWith), so that gRPC
+// reads a request's message only once a posted call takes it, and at most
+// max_receive_memory / max_message_size calls are posted. PersistedIndex, which does little
+// work, uses the callback API.
 //
 // PublishEvents takes the request as raw bytes and scans it itself (request_validation.h), so
 // bad input gets INVALID_ARGUMENT saying what is wrong and which limit it broke, where gRPC's own

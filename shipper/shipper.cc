@@ -129,9 +129,9 @@ class ShipperImpl final : public Shipper {
       if (!health.ok()) return health.status();
       health_ = *std::move(health);
     }
-    absl::StatusOr<std::unique_ptr<metrics::Exporter>> exporter = metrics::Exporter::Start(
-        config_, queue_.get(), disk_queue_, &budget_, cpu_.get(), workers_.get(),
-        grpc_workers_.get());
+    absl::StatusOr<std::unique_ptr<metrics::Exporter>> exporter =
+        metrics::Exporter::Start(config_, queue_.get(), disk_queue_, &budget_, cpu_.get(),
+                                 workers_.get(), grpc_workers_.get());
     if (!exporter.ok()) return exporter.status();
     exporter_ = *std::move(exporter);
     return absl::OkStatus();

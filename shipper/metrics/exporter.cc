@@ -5,13 +5,10 @@
 
 namespace shipper::metrics {
 
-absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(const Config& config,
-                                                          const queue::Queue* queue,
-                                                          const queue::DiskQueue* disk_queue,
-                                                          const runtime::MemoryBudget* budget,
-                                                          const runtime::CpuMonitor* cpu,
-                                                          const runtime::WorkerPool* output_workers,
-                                                          const runtime::WorkerPool* grpc_workers) {
+absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(
+    const Config& config, const queue::Queue* queue, const queue::DiskQueue* disk_queue,
+    const runtime::MemoryBudget* budget, const runtime::CpuMonitor* cpu,
+    const runtime::WorkerPool* output_workers, const runtime::WorkerPool* grpc_workers) {
   Sources sources;
   sources.queue = queue;
   if (disk_queue != nullptr) {

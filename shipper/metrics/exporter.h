@@ -25,13 +25,10 @@ namespace shipper::metrics {
 class Exporter {
  public:
   // UNAVAILABLE when the endpoint cannot listen (the message names the keys to change).
-  static absl::StatusOr<std::unique_ptr<Exporter>> Start(const Config& config,
-                                                         const queue::Queue* queue,
-                                                         const queue::DiskQueue* disk_queue,
-                                                         const runtime::MemoryBudget* budget,
-                                                         const runtime::CpuMonitor* cpu,
-                                                         const runtime::WorkerPool* output_workers,
-                                                         const runtime::WorkerPool* grpc_workers);
+  static absl::StatusOr<std::unique_ptr<Exporter>> Start(
+      const Config& config, const queue::Queue* queue, const queue::DiskQueue* disk_queue,
+      const runtime::MemoryBudget* budget, const runtime::CpuMonitor* cpu,
+      const runtime::WorkerPool* output_workers, const runtime::WorkerPool* grpc_workers);
 
   // /healthz answers 503 from now on: Shipper is shutting down.
   void SetServing(bool serving) { serving_.store(serving); }
