@@ -203,6 +203,8 @@ class Generator {
   }
 
   bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
+  // With drop_at_end, once the duration is over: what is not accepted yet is not resent.
+  bool dropping() const { return options_.drop_at_end && absl::Now() >= end_; }
   const LoadOptions& options() const { return options_; }
   LatencyTracker& tracker() { return tracker_; }
 
@@ -266,6 +268,7 @@ void Worker::OnComplete(Slot* slot) {
   const uint32_t sent = slot->n - slot->done;
   if (!slot->status.ok()) {
     gen_->CountError(slot->status, sent);
+    if (gen_->dropping()) return;
     if (slot->status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) gen_->ForgetUuid();
     RetryLater(slot, absl::Milliseconds(10));
     return;
@@ -276,6 +279,7 @@ void Worker::OnComplete(Slot* slot) {
   gen_->CountCall(accepted, sent, now - slot->sent);
   slot->done += accepted;
   if (slot->done < slot->n) {
+    if (gen_->dropping()) return;
     if (accepted == 0) {
       RetryLater(slot, absl::Milliseconds(1));
     } else {
@@ -314,7 +318,7 @@ void Worker::Run(absl::Time start) {
         next_send_ += absl::Seconds(slot->n / rate_);
       }
     }
-    if (gen_->aborted()) {
+    if (gen_->aborted() || gen_->dropping()) {
       out_of_work_ = true;
       while (!retries_.empty()) retries_.pop();
     }

@@ -55,6 +55,9 @@ struct LoadOptions {
   // measure a server's idle cost with clients attached).
   bool idle = false;
   uint64_t max_errors = 1000;  // give up (error result) after this many failed calls
+  // At the end of `duration`, drop what is not accepted yet instead of resending it until it is:
+  // a flood against a server that cannot take it (its output down) ends on time.
+  bool drop_at_end = false;
   std::function<void(const LoadProgress&)> on_progress;  // optional; called from its own thread
 };
 

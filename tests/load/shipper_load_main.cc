@@ -38,6 +38,10 @@ ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "how long to wait, after sending, for everything to be persisted");
 ABSL_FLAG(bool, idle, false,
           "connect and follow PersistedIndex for --duration without publishing anything");
+ABSL_FLAG(uint64_t, max_errors, 1000,
+          "give up after this many failed calls (a flood against a server that refuses: more)");
+ABSL_FLAG(bool, drop_at_end, false,
+          "at the end of --duration, drop what is not accepted yet instead of resending it");
 ABSL_FLAG(std::string, progress, "auto", "live progress line: auto (if stdout is a tty), on, off");
 
 int main(int argc, char** argv) {
@@ -67,6 +71,8 @@ int main(int argc, char** argv) {
   o.call_timeout = absl::GetFlag(FLAGS_call_timeout);
   o.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  o.max_errors = absl::GetFlag(FLAGS_max_errors);
+  o.drop_at_end = absl::GetFlag(FLAGS_drop_at_end);
 
   const std::string progress = absl::GetFlag(FLAGS_progress);
   const bool live = progress == "on" || (progress == "auto" && isatty(STDOUT_FILENO));

@@ -1,0 +1,271 @@
+// Floods of every event shape, each against a fresh Shipper with its output down (a Redis output pointed at a port where
+// nothing listens), 16 channels × 8 calls in flight, as in issue 19:
+// - peak RSS (VmHWM) stays within the bound the README states: shipper.queue.mem.bytes +
+//   shipper.server.max_receive_memory + the fixed overhead, as the process itself reports them;
+// - clients see partial acceptance, never growth;
+// - once Redis comes up on that port, every accepted event is delivered.
+// The second case runs the same inside a memory cgroup of 256 MiB made here (root, cgroup v1 or
+// v2): Shipper sizes its budgets from the limit and is never OOM-killed. Where no writable
+// memory controller exists it prints why and passes.
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/load/load_generator.h"
+#include "tests/outputs/producer_client.h"
+#include "tests/outputs/redis_server.h"
+#include "tests/testing/shipper_process.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SHIPPER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SHIPPER_ASAN 1
+#endif
+#endif
+
+namespace shipper::testing {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kCgroupLimit = 256 * kMiB;
+constexpr char kKey[] = "flood";
+
+struct Flood {
+  load::EventShape shape;
+  int batch;
+};
+constexpr Flood kFloods[] = {{load::EventShape::kFilebeat, 500},
+                             {load::EventShape::kLarge, 500},
+                             {load::EventShape::kLarge, 2000},
+                             {load::EventShape::kTiny, 20000}};
+
+std::string TempDir(absl::string_view name) {
+  std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A "name value" line of a /proc or cgroup file (VmHWM in kB, oom_kill), or nullopt.
+std::optional<int64_t> Field(const std::string& text, absl::string_view name) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, name)) continue;
+    line = absl::StripPrefix(line, ":");
+    std::vector<absl::string_view> words =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    int64_t value;
+    if (!words.empty() && absl::SimpleAtoi(words[0], &value)) return value;
+  }
+  return std::nullopt;
+}
+
+int64_t PeakRss(pid_t pid) {
+  return Field(ReadFile(absl::StrCat("/proc/", pid, "/status")), "VmHWM").value_or(0) * 1024;
+}
+
+// The bound the process logs at start: its two budgets plus the fixed overhead.
+int64_t LoggedBound(const std::string& log) {
+  static const std::regex kBudgets(
+      "shipper.queue.mem.bytes=(\\d+) shipper.server.max_receive_memory=(\\d+) \\(\\+(\\d+) "
+      "fixed\\)");
+  std::smatch match;
+  if (!std::regex_search(log, match, kBudgets)) return 0;
+  return std::stoll(match[1]) + std::stoll(match[2]) + std::stoll(match[3]);
+}
+
+// A cgroup of its own for Shipper with a memory limit, v1 or v2; Skip() says why not.
+class MemoryCgroup {
+ public:
+  ~MemoryCgroup() {
+    if (!dir_.empty()) {
+      for (int i = 0; i < 50 && rmdir(dir_.c_str()) != 0 && errno == EBUSY; ++i) {
+        absl::SleepFor(absl::Milliseconds(100));  // the killed process is still exiting
+      }
+    }
+  }
+
+  // Empty on success; else why there is no memory cgroup to make.
+  std::string Create(int64_t limit) {
+    if (geteuid() != 0) return "needs root to create cgroups";
+    std::string v1_path, v2_path;
+    bool has_v2 = false;
+    for (absl::string_view line : absl::StrSplit(ReadFile("/proc/self/cgroup"), '\n')) {
+      std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits(':', 2));
+      if (parts.size() != 3) continue;
+      for (absl::string_view c : absl::StrSplit(parts[1], ',')) {
+        if (c == "memory") v1_path = parts[2];
+      }
+      if (parts[0] == "0" && parts[1].empty()) v2_path = parts[2], has_v2 = true;
+    }
+    std::string parent;
+    if (!v1_path.empty() && std::filesystem::exists("/sys/fs/cgroup/memory" + v1_path)) {
+      version_ = 1;
+      parent = "/sys/fs/cgroup/memory" + v1_path;
+    } else if (has_v2 && std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers")) {
+      version_ = 2;
+      parent = "/sys/fs/cgroup" + v2_path;
+      if (ReadFile(parent + "/cgroup.controllers").find("memory") == std::string::npos) {
+        return absl::StrCat("cgroup v2 at ", parent, " has no memory controller");
+      }
+    } else {
+      return "no cgroup v1 memory hierarchy or cgroup v2 mount at /sys/fs/cgroup";
+    }
+    const std::string dir = absl::StrCat(parent, "/shipper-memory-", getpid());
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::StrCat("cannot create ", dir, ": ", strerror(errno));
+    }
+    dir_ = dir;
+    if (version_ == 2 && !Write(parent + "/cgroup.subtree_control", "+memory")) {
+      return absl::StrCat("cannot enable memory in ", parent, "/cgroup.subtree_control (",
+                          strerror(errno), ")");
+    }
+    const std::string file = version_ == 1 ? "/memory.limit_in_bytes" : "/memory.max";
+    if (!Write(dir_ + file, absl::StrCat(limit))) {
+      return absl::StrCat("cannot write ", dir_, file, ": ", strerror(errno));
+    }
+    if (version_ == 2) Write(dir_ + "/memory.swap.max", "0");  // a limit, not a swap file
+    return "";
+  }
+
+  const std::string& dir() const { return dir_; }
+  // OOM kills in the cgroup so far.
+  int64_t oom_kills() const {
+    return Field(ReadFile(dir_ + (version_ == 1 ? "/memory.oom_control" : "/memory.events")),
+                 "oom_kill")
+        .value_or(0);
+  }
+
+ private:
+  static bool Write(const std::string& path, const std::string& value) {
+    std::ofstream out(path);
+    out << value << "\n";
+    out.flush();
+    return out.good();
+  }
+
+  int version_ = 0;
+  std::string dir_;
+};
+
+// Starts Shipper (inside `cgroup_dir` when given, before it execs, so that it sizes itself from
+// the limit), floods it with `flood` while its output is down, brings the output up and checks
+// that everything accepted arrives. Returns Shipper's peak RSS and the bound it logged.
+struct FloodResult {
+  int64_t peak_rss = 0;
+  int64_t bound = 0;
+};
+void FloodThenRecover(const std::string& cgroup_dir, const Flood& flood, FloodResult* out) {
+  const int redis_port = FreePort();
+  std::vector<std::string> args = {
+      "-E", "shipper.server.server=127.0.0.1:0",
+      "-E", "http.port=0",
+      "-E", "shipper.output.redis.enabled=true",
+      "-E", absl::StrCat("shipper.output.redis.hosts=127.0.0.1:", redis_port),
+      "-E", absl::StrCat("shipper.output.redis.key=", kKey),
+      "-E", "shipper.output.redis.timeout=1s",
+      "-E", "shipper.output.backoff.init=50ms",
+      "-E", "shipper.output.backoff.max=500ms"};
+  std::string binary = "shipper/shipper";
+  if (!cgroup_dir.empty()) {
+    args.insert(args.begin(), {"-c", absl::StrCat("echo $$ > ", cgroup_dir,
+                                                  "/cgroup.procs && exec \"$0\" \"$@\""),
+                               binary});
+    binary = "/bin/sh";
+  }
+  absl::StatusOr<ShipperProcess> shipper = ShipperProcess::Start(args, binary);
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  out->bound = LoggedBound(shipper->Log());
+  EXPECT_GT(out->bound, 0) << shipper->Log();
+
+  load::LoadOptions options;
+  options.target = shipper->address();
+  options.channels = 16;
+  options.inflight = 8;
+  options.batch = flood.batch;
+  options.shape = flood.shape;
+  options.duration = absl::Seconds(3);
+  options.call_timeout = absl::Seconds(2);       // calls queued behind a full Shipper end soon
+  options.drain_timeout = absl::ZeroDuration();  // the output is down: nothing persists
+  options.max_errors = ~uint64_t{0};
+  options.drop_at_end = true;
+  absl::StatusOr<load::LoadResult> result = load::RunLoad(options);
+  ASSERT_TRUE(result.ok()) << result.status() << "\n" << shipper->Log();
+  out->peak_rss = PeakRss(shipper->pid());
+  std::cout << load::EventShapeName(flood.shape) << " x " << flood.batch << ": accepted "
+            << result->events_accepted << ", partial replies " << result->partial_replies
+            << ", errors " << result->errors << " (" << result->first_error << "), peak RSS "
+            << out->peak_rss / kMiB << " MiB, bound " << out->bound / kMiB << " MiB"
+            << std::endl;
+  EXPECT_GT(result->events_accepted, 0u);
+  EXPECT_GT(result->partial_replies, 0u) << "the queue should have filled";
+  ASSERT_EQ(kill(shipper->pid(), 0), 0) << "shipper died:\n" << shipper->Log();
+
+  // The output comes back: everything accepted is delivered.
+  absl::StatusOr<std::unique_ptr<RedisServer>> redis =
+      RedisServer::Start(redis_port, TempDir("redis"), /*append_only=*/false);
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  ProducerClient client(shipper->address());
+  EXPECT_EQ(client.AwaitPersisted(result->events_accepted, absl::Now() + absl::Seconds(60)),
+            result->events_accepted)
+      << shipper->Log();
+  auto length = (*redis)->Command({"LLEN", kKey});
+  ASSERT_NE(length, nullptr);
+  EXPECT_GE(static_cast<uint64_t>(length->integer), result->events_accepted);
+}
+
+TEST(MemoryFloodTest, PeakRssStaysWithinTheDocumentedBound) {
+  for (const Flood& flood : kFloods) {
+    FloodResult result;
+    FloodThenRecover("", flood, &result);
+#ifdef SHIPPER_ASAN
+    std::cout << "not checking the bound: ASan's shadow memory and quarantine are not Shipper's"
+              << std::endl;
+#else
+    EXPECT_LE(result.peak_rss, result.bound) << load::EventShapeName(flood.shape);
+#endif
+  }
+}
+
+TEST(MemoryFloodTest, NeverOomKilledIn256MiBCgroup) {
+#ifdef SHIPPER_ASAN
+  std::cout << "SKIPPED: under ASan the limit would count its shadow memory, not Shipper's"
+            << std::endl;
+  GTEST_SKIP();
+#endif
+  MemoryCgroup cgroup;
+  if (std::string why = cgroup.Create(kCgroupLimit); !why.empty()) {
+    std::cout << "SKIPPED: " << why << std::endl;
+    GTEST_SKIP() << why;
+  }
+  std::cout << "in " << cgroup.dir() << ", limit " << kCgroupLimit / kMiB << " MiB" << std::endl;
+  for (const Flood& flood : kFloods) {
+    FloodResult result;
+    FloodThenRecover(cgroup.dir(), flood, &result);
+    EXPECT_LT(result.bound, kCgroupLimit) << "budgets not sized from the limit";
+    EXPECT_EQ(cgroup.oom_kills(), 0) << load::EventShapeName(flood.shape);
+  }
+}
+
+}  // namespace
+}  // namespace shipper::testing
