@@ -1,5 +1,5 @@
-// Floods of every event shape, each against a fresh Shipper with its output down (a Redis output pointed at a port where
-// nothing listens), 16 channels × 8 calls in flight, as in issue 19:
+// Floods of every event shape, each against a fresh Shipper with its output down (a Redis output
+// pointed at a port where nothing listens), 16 channels × 8 calls in flight, as in issue 19:
 // - peak RSS (VmHWM) stays within the bound the README states: shipper.queue.mem.bytes +
 //   shipper.server.max_receive_memory + the fixed overhead, as the process itself reports them;
 // - clients see partial acceptance, never growth;
@@ -188,9 +188,10 @@ void FloodThenRecover(const std::string& cgroup_dir, const Flood& flood, FloodRe
       "-E", "shipper.output.backoff.max=500ms"};
   std::string binary = "shipper/shipper";
   if (!cgroup_dir.empty()) {
-    args.insert(args.begin(), {"-c", absl::StrCat("echo $$ > ", cgroup_dir,
-                                                  "/cgroup.procs && exec \"$0\" \"$@\""),
-                               binary});
+    args.insert(
+        args.begin(),
+        {"-c", absl::StrCat("echo $$ > ", cgroup_dir, "/cgroup.procs && exec \"$0\" \"$@\""),
+         binary});
     binary = "/bin/sh";
   }
   absl::StatusOr<ShipperProcess> shipper = ShipperProcess::Start(args, binary);
@@ -215,8 +216,7 @@ void FloodThenRecover(const std::string& cgroup_dir, const Flood& flood, FloodRe
   std::cout << load::EventShapeName(flood.shape) << " x " << flood.batch << ": accepted "
             << result->events_accepted << ", partial replies " << result->partial_replies
             << ", errors " << result->errors << " (" << result->first_error << "), peak RSS "
-            << out->peak_rss / kMiB << " MiB, bound " << out->bound / kMiB << " MiB"
-            << std::endl;
+            << out->peak_rss / kMiB << " MiB, bound " << out->bound / kMiB << " MiB" << std::endl;
   EXPECT_GT(result->events_accepted, 0u);
   EXPECT_GT(result->partial_replies, 0u) << "the queue should have filled";
   ASSERT_EQ(kill(shipper->pid(), 0), 0) << "shipper died:\n" << shipper->Log();
