@@ -140,6 +140,24 @@ TEST_F(ShipperMetricsTest, ProcessAndCpuMetricsAreRead) {
   EXPECT_LT(Value(families, "shipper_uptime_seconds"), 600);
 }
 
+TEST_F(ShipperMetricsTest, MemoryLimitBudgetsAndWhatIsInUse) {
+  EXPECT_EQ(Find(Collect(sources_), "shipper_memory_budget_bytes"), nullptr);  // no budget given
+  runtime::MemoryBudget budget(1000);
+  ASSERT_TRUE(budget.TryAcquire(300));
+  sources_.budget = &budget;
+  sources_.max_receive_memory = 2000;
+  std::vector<MetricFamily> families = Collect(sources_);
+  EXPECT_EQ(Find(families, "shipper_memory_limit_bytes"), nullptr);  // no limit: absent
+  EXPECT_EQ(Value(families, "shipper_memory_budget_bytes", R"({part="requests"})"), 1000);
+  EXPECT_EQ(Value(families, "shipper_memory_budget_bytes", R"({part="receive"})"), 2000);
+  EXPECT_EQ(Value(families, "shipper_memory_budget_in_use_bytes", R"({part="requests"})"), 300);
+  sources_.memory_limit.source = "cgroup2";
+  sources_.memory_limit.bytes = 256 << 20;
+  families = Collect(sources_);
+  EXPECT_EQ(Value(families, "shipper_memory_limit_bytes", R"({source="cgroup2"})"), 256 << 20);
+  budget.Release(300);
+}
+
 TEST_F(ShipperMetricsTest, EveryFamilyHasHelpAndAType) {
   ShipperMetrics::Get().Output("file").errors.Add();
   ShipperMetrics::Get()
