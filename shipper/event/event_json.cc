@@ -174,8 +174,10 @@ void Encoder::Quoted(absl::string_view s, char after) {
   *p_++ = '"';
   for (size_t i = 0;;) {
     const size_t plain = PlainUntil(data, i, n);
-    std::memcpy(p_, data + i, plain - i);
-    p_ += plain - i;
+    if (plain > i) {  // (memcpy may not take an empty string's null data)
+      std::memcpy(p_, data + i, plain - i);
+      p_ += plain - i;
+    }
     if (plain == n) break;
     Need(6 + (n - plain - 1) + 2);  // the escape, the rest, '"' and `after`
     p_ += Escape(static_cast<uint8_t>(data[plain]), p_);
