@@ -1,5 +1,6 @@
 // The disk queue (see disk_queue.h): producers fill a write buffer, one writer thread writes and
-// syncs it, consumers read synced frames back from the segments.
+// syncs it, consumers read synced frames back from the segments, or from the written buffer while
+// it is still in memory.
 //
 // Indexes, as in the memory queue, only grow:
 //
@@ -18,8 +19,9 @@
 // Mutexes: publish_mu_ (producers, the writer's hand-over and the waits on what the writer
 // changes), get_mu_ (consumers: the read cursor, done ranges) and segments_mu_ (the list of segment
 // files, shared by the writer and the reader). Lock order: get_mu_, then publish_mu_ or
-// segments_mu_; publish_mu_ and segments_mu_ are never held together. The writer thread does all
-// writing, syncing and deleting with no mutex held.
+// segments_mu_; publish_mu_ and segments_mu_ are never held together. written_mu_ (the written
+// buffers kept for consumers) is taken alone or under get_mu_, and nothing is taken under it. The
+// writer thread does all writing, syncing and deleting with no mutex held.
 #include "queue/disk_queue.h"
 
 #include <fcntl.h>
@@ -68,16 +70,20 @@ using internal::ProducerState;
 
 constexpr uint64_t kMinSegmentSize = 4 << 10;
 constexpr uint64_t kDefaultMinSegmentSize = 1 << 20;
+constexpr uint64_t kDefaultBufferSize = 4 << 20;
 // How often the delivered sequence number is recorded while events are done: what a crash may
 // deliver again, against one more fdatasync per interval.
 constexpr absl::Duration kStateInterval = absl::Milliseconds(200);
 // Backoff of the writer after an I/O error.
 constexpr absl::Duration kRetryMin = absl::Milliseconds(10);
 constexpr absl::Duration kRetryMax = absl::Seconds(1);
-// Reads: recovery scans segments this much at a time; consumers read at least this much.
+// Reads: recovery scans segments this much at a time; consumers read between kMinRead and kMaxRead
+// per pread (more only for a larger frame). kMaxRead stays below runtime/allocator's 128 KiB mmap
+// threshold, so that malloc serves a batch's buffers from memory freed by earlier batches: larger
+// ones were mapped fresh each time, and faulting and zeroing their pages cost more than the reads.
 constexpr size_t kScanChunk = 4 << 20;
 constexpr size_t kMinRead = 64 << 10;
-constexpr size_t kMaxRead = 16 << 20;
+constexpr size_t kMaxRead = 112 << 10;
 constexpr char kStateFile[] = "state";
 constexpr char kSegmentSuffix[] = ".seg";
 
@@ -192,6 +198,12 @@ class ReadBatch final : public EventOwner {
     buffers_.emplace_back(new char[size]);
     return buffers_.back().get();
   }
+  // The frames of `chunk` from `offset` in its segment on, kept as long as the batch.
+  absl::string_view Keep(std::shared_ptr<const Chunk> chunk, uint64_t offset) {
+    absl::string_view frames = absl::string_view(chunk->frames).substr(offset - chunk->offset);
+    kept_.push_back(std::move(chunk));
+    return frames;
+  }
   // REQUIRES: the batch is not handed out yet.
   void Add(uint64_t index, absl::string_view bytes) {
     refs_.fetch_add(1, std::memory_order_relaxed);
@@ -219,6 +231,7 @@ class ReadBatch final : public EventOwner {
   const uint64_t mask_;
   const std::unique_ptr<Slot[]> slots_;
   std::vector<std::unique_ptr<char[]>> buffers_;
+  std::vector<std::shared_ptr<const Chunk>> kept_;
   uint64_t first_ = 0;
   size_t size_ = 0;
   std::atomic<uint32_t> refs_{1};
@@ -287,6 +300,11 @@ class DiskQueueImpl final : public DiskQueue {
   absl::Duration ReadRetry(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
   // The first segment with an id >= `min_id`.
   std::optional<Segment> FindSegment(uint64_t min_id) const;
+  // The written chunk holding `offset` in segment `id`, if it is still kept; forgets those before.
+  std::shared_ptr<const Chunk> WrittenAt(uint64_t id, uint64_t offset);
+  void KeepWritten(Round* round);
+  // A kept chunk's deleter: its buffer goes to spare_. Takes publish_mu_.
+  void Recycle(Chunk* chunk);
   void MarkDone(uint64_t first_index, uint64_t last_index, internal::Wakeups* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
   void ReportDamage(const std::string& file, uint64_t offset, uint64_t end);
@@ -312,6 +330,7 @@ class DiskQueueImpl final : public DiskQueue {
   const bool buffered_;
   const internal::FlushPolicy flush_;
   const uint64_t segment_size_;
+  const uint64_t buffer_size_;
   const uint64_t seq_base_;
   const int dir_fd_;
   const int state_fd_;
@@ -334,8 +353,8 @@ class DiskQueueImpl final : public DiskQueue {
   uint64_t tail_segment_ ABSL_GUARDED_BY(publish_mu_) = 0;  // 0: start one with the next event
   uint64_t tail_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
   std::deque<Mark> marks_ ABSL_GUARDED_BY(publish_mu_);
-  // Written chunks' buffers, emptied, for the next ones: a fresh buffer per write would cost a
-  // page fault per 4 KiB filled.
+  // A written chunk's buffer, emptied once no batch reads it, for the next one: a fresh buffer per
+  // write would cost a page fault per 4 KiB filled.
   std::vector<std::string> spare_ ABSL_GUARDED_BY(publish_mu_);
   internal::WaitChannel consumers_{&publish_mu_, &synced_};      // Get: events to take
   internal::WaitChannel producers_{&publish_mu_, &room_epoch_};  // Publish: room, cancel, close
@@ -356,6 +375,14 @@ class DiskQueueImpl final : public DiskQueue {
   std::string read_error_ ABSL_GUARDED_BY(get_mu_);  // the last one logged; empty: reading
   absl::Duration read_backoff_ ABSL_GUARDED_BY(get_mu_) = kRetryMin;
   internal::WaitChannel drained_{&get_mu_, &done_};  // Drain
+
+  // Chunks written and synced, oldest first, at most buffer_size_ bytes of them (or the newest
+  // one): consumers read their frames from here instead of the segment, sparing the copy of a
+  // read. Older frames, or those of a consumer that fell behind, are read from the segments.
+  // Declared after spare_, which its chunks go to when they are freed.
+  mutable internal::Mutex written_mu_;
+  std::deque<std::shared_ptr<Chunk>> written_ ABSL_GUARDED_BY(written_mu_);
+  uint64_t written_bytes_ ABSL_GUARDED_BY(written_mu_) = 0;
 
   // The segment files; the writer appends and deletes, the reader looks up.
   mutable internal::Mutex segments_mu_;
@@ -389,6 +416,7 @@ DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_f
       buffered_(options.flush_min_events > 1),
       flush_{buffered_, options.flush_min_events, options.flush_timeout},
       segment_size_(SegmentSize(options)),
+      buffer_size_(DiskBufferSize(options)),
       seq_base_(recovered.seq_base),
       dir_fd_(dir_fd),
       state_fd_(state_fd),
@@ -450,7 +478,7 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
         }
         break;
       }
-      if (pending_bytes_ + frame > options_.buffer_size) break;
+      if (pending_bytes_ + frame > buffer_size_) break;
     }
     const uint64_t index = published + 1 + n;
     if (tail_segment_ == 0 || (tail_bytes_ > 0 && tail_bytes_ + frame > segment_size_)) {
@@ -462,17 +490,16 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
       if (!spare_.empty()) {
         pending_.back().frames.swap(spare_.back());
         spare_.pop_back();
+      } else {
+        pending_.back().frames.reserve(buffer_size_);  // pages are touched as it fills
       }
     }
     Chunk& chunk = pending_.back();
-    const size_t at = chunk.frames.size();
-    chunk.frames.resize(at + frame);
-    internal::EncodeFrameHeader(chunk.frames.data() + at, events[n].bytes(), now,
-                                index + seq_base_);
-    if (events[n].bytes() > 0) {
-      std::memcpy(chunk.frames.data() + at + kFrameHeaderBytes, events[n].data(),
-                  events[n].bytes());
-    }
+    // Appends, not resize(): that would zero every byte before the copy overwrites it.
+    char header[kFrameHeaderBytes];
+    internal::EncodeFrameHeader(header, events[n].bytes(), now, index + seq_base_);
+    chunk.frames.append(header, kFrameHeaderBytes);
+    chunk.frames.append(static_cast<const char*>(events[n].data()), events[n].bytes());
     chunk.last_index = index;
     tail_bytes_ += frame;
     pending_bytes_ += frame;
@@ -638,18 +665,24 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
       break;
     }
     const uint64_t file_left = segment->bytes - cursor_offset_;
-    const size_t chunk = std::min<uint64_t>(read_bytes, file_left);
     if (batch == nullptr) batch = new ReadBatch(want);
-    char* buffer = batch->NewBuffer(chunk);
-    absl::StatusOr<size_t> got = PreadAll(cursor_fd_, buffer, chunk, cursor_offset_, file);
-    if (!got.ok() || *got < chunk) {
-      *error = got.ok() ? absl::DataLossError("short read of " + file) : got.status();
-      break;
+    absl::string_view data;
+    if (std::shared_ptr<const Chunk> written = WrittenAt(segment->id, cursor_offset_)) {
+      data = batch->Keep(std::move(written), cursor_offset_);
+    } else {
+      const size_t chunk = std::min<uint64_t>(read_bytes, file_left);
+      char* buffer = batch->NewBuffer(chunk);
+      absl::StatusOr<size_t> got = PreadAll(cursor_fd_, buffer, chunk, cursor_offset_, file);
+      if (!got.ok() || *got < chunk) {
+        *error = got.ok() ? absl::DataLossError("short read of " + file) : got.status();
+        break;
+      }
+      data = absl::string_view(buffer, chunk);
     }
     bool gap = false;
     const uint64_t base = cursor_offset_;
     const size_t scanned = internal::ScanFrames(
-        absl::string_view(buffer, chunk), file_left,
+        data, file_left,
         [&](size_t, const Frame& frame) {
           get_mu_.AssertHeld();  // ReadEvents' caller holds it
           const uint64_t index = frame.seq - seq_base_;
@@ -678,8 +711,8 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
         });
     cursor_offset_ += scanned;
     scanned_bytes += scanned;
-    // A frame larger than the chunk: read it whole next time.
-    read_bytes = scanned == 0 ? chunk * 2 : read_bytes;
+    // A frame larger than the read: read it whole next time.
+    if (scanned == 0) read_bytes = data.size() * 2;
     if (gap) break;
   }
   read_.store(next - 1, std::memory_order_release);
@@ -953,14 +986,10 @@ void DiskQueueImpl::FinishRound(Round* round) {
     const Segment& front = segments_.front();
     deletable_until_.store(front.id == active_segment_ ? ~uint64_t{0} : front.last_index);
   }
+  KeepWritten(round);
   {
     internal::Wakeups wake;
     internal::MutexLock lock(&publish_mu_);
-    for (Chunk& chunk : round->chunks) {
-      if (spare_.size() == 2) break;
-      chunk.frames.clear();
-      spare_.push_back(std::move(chunk.frames));
-    }
     const uint64_t synced = synced_.load(std::memory_order_relaxed);
     const uint64_t read = std::min(read_.load(std::memory_order_acquire), synced);
     const uint64_t unread_before = synced - read;
@@ -982,6 +1011,48 @@ void DiskQueueImpl::FinishRound(Round* round) {
   }
   for (const Run& run : round->runs) run.producer->Ack(run.count);
   *round = Round();
+}
+
+void DiskQueueImpl::KeepWritten(Round* round) {
+  std::vector<std::shared_ptr<Chunk>> dropped;  // freed after the lock
+  internal::MutexLock lock(&written_mu_);
+  for (Chunk& chunk : round->chunks) {
+    written_bytes_ += chunk.frames.size();
+    written_.emplace_back(new Chunk(std::move(chunk)), [this](Chunk* c) { Recycle(c); });
+  }
+  while (written_bytes_ > buffer_size_ && written_.size() > 1) {
+    written_bytes_ -= written_.front()->frames.size();
+    dropped.push_back(std::move(written_.front()));
+    written_.pop_front();
+  }
+}
+
+std::shared_ptr<const Chunk> DiskQueueImpl::WrittenAt(uint64_t id, uint64_t offset) {
+  std::vector<std::shared_ptr<Chunk>> behind;  // freed after the lock
+  internal::MutexLock lock(&written_mu_);
+  for (; !written_.empty(); written_.pop_front()) {
+    const Chunk& chunk = *written_.front();
+    if (chunk.segment_id > id ||
+        (chunk.segment_id == id && chunk.offset + chunk.frames.size() > offset)) {
+      break;
+    }
+    written_bytes_ -= chunk.frames.size();
+    behind.push_back(std::move(written_.front()));
+  }
+  if (written_.empty() || written_.front()->segment_id != id || written_.front()->offset > offset) {
+    return nullptr;
+  }
+  return written_.front();
+}
+
+void DiskQueueImpl::Recycle(Chunk* chunk) {
+  std::string frames = std::move(chunk->frames);
+  delete chunk;
+  // One, and not one grown past buffer_size by an event larger than it: the memory bound.
+  if (frames.capacity() > buffer_size_) return;
+  frames.clear();
+  internal::MutexLock lock(&publish_mu_);
+  if (spare_.empty()) spare_.push_back(std::move(frames));
 }
 
 void DiskQueueImpl::DropRound(Round* round) {
@@ -1207,6 +1278,11 @@ std::filesystem::path ExistingAncestor(std::filesystem::path path) {
 
 }  // namespace
 
+uint64_t DiskBufferSize(const DiskOptions& options) {
+  if (options.buffer_size != 0) return options.buffer_size;
+  return std::max(kMinSegmentSize, std::min(kDefaultBufferSize, options.max_size / 4));
+}
+
 std::vector<absl::Status> ValidateDiskOptions(const DiskOptions& options) {
   std::vector<absl::Status> problems;
   auto problem = [&](absl::string_view key, absl::string_view message) {
@@ -1230,8 +1306,10 @@ std::vector<absl::Status> ValidateDiskOptions(const DiskOptions& options) {
     problem("segment_size", absl::StrCat("must be between 4096 and max_size / 2 (",
                                          options.max_size / 2, "), got ", segment_size));
   }
-  if (options.buffer_size < kMinSegmentSize || options.buffer_size > options.max_size) {
-    problem("buffer_size", "must be between 4096 and max_size");
+  const uint64_t buffer_size = DiskBufferSize(options);
+  if (buffer_size < kMinSegmentSize || buffer_size > options.max_size) {
+    problem("buffer_size", absl::StrCat("must be between 4096 and max_size (", options.max_size,
+                                        "), got ", buffer_size));
   }
   if (options.flush_timeout < absl::ZeroDuration()) {
     problem("flush.timeout", "must not be negative");

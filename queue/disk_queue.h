@@ -4,8 +4,9 @@
 // Persisted means durable. Publish copies each event's bytes into a write buffer and returns; the
 // queue's writer thread writes the buffer to the current segment and fdatasyncs it, then calls the
 // ACK callbacks and advances persisted_index() (group commit: everything published during one sync
-// shares the next). Consumers Get only persisted events, read back from the segments; a batch's
-// events point into a buffer of its own, freed once its events are done.
+// shares the next). Consumers Get only persisted events: the newest buffer_size of them straight
+// from the written buffers, older ones read back from the segments. A batch's events point into
+// the buffer they were read from, freed once no batch points into it.
 //
 // Delivered progress. Done() is in any order, as with the memory queue; the highest index up to
 // which every event is done is recorded, as its sequence number, in the state file (`state`,
@@ -60,10 +61,12 @@ struct DiskOptions {
   // shipper.queue.disk.segment_size; 0 means max_size / 10, at least 1 MiB. Between 4 KiB and
   // max_size / 2, so that a full queue always has a segment it can delete once delivered.
   uint64_t segment_size = 0;
-  // shipper.queue.disk.buffer_size: bytes published and not yet written at most. It bounds the
-  // memory the queue takes while the disk is slow; 4 MiB lets one sync of a few milliseconds carry
-  // well over 1 GB/s of events.
-  uint64_t buffer_size = 4 << 20;
+  // shipper.queue.disk.buffer_size: bytes published and not yet written at most; 0 means 4 MiB,
+  // or max_size / 4 if that is less (DiskBufferSize). In memory the queue holds up to four times
+  // that: a buffer filling while one is written and synced, the newest written ones (for consumers
+  // to read without a copy) and an emptied one for reuse; batches being delivered also keep the
+  // buffer they were read from. 4 MiB syncs at what this machine's disk allows (BENCHMARKS.md).
+  uint64_t buffer_size = 0;
   // The event loop and wait strategy, as Options (shipper.queue.disk.flush.*, ...wait_strategy).
   size_t flush_min_events = 1;
   absl::Duration flush_timeout = absl::Milliseconds(5);
@@ -71,6 +74,9 @@ struct DiskOptions {
   absl::Duration sleep_min = absl::Microseconds(50);
   absl::Duration sleep_max = absl::Milliseconds(10);
 };
+
+// The buffer_size in effect (see DiskOptions::buffer_size).
+uint64_t DiskBufferSize(const DiskOptions& options);
 
 // Every problem in `options` that can be found without creating or writing anything: sizes, the
 // flush and wait settings, and whether the nearest existing ancestor of `path` (or `path`) is a

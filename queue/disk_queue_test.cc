@@ -53,6 +53,24 @@ TEST_F(DiskQueueTest, EventsArePersistedBySyncAndReadBack) {
   EXPECT_EQ(queue->stats().events, 0);
 }
 
+// Consumers read the newest buffer_size of written frames from memory, older ones from the files:
+// damage put into the files after the write shows which.
+TEST_F(DiskQueueTest, RecentFramesAreReadFromMemoryOlderOnesFromTheSegments) {
+  options_.buffer_size = 16 << 10;  // the 200 events below take 44,800 bytes
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  ASSERT_TRUE(Publish(producer.get(), 0, 200).status.ok());
+  EXPECT_EQ(queue->WaitPersisted(200, In(absl::Seconds(10))), 200);
+  const std::vector<fs::path> segments = Segments();
+  ASSERT_GE(segments.size(), 10);
+  FlipByte(segments.front(), 5 * kFrame + 24 + 7);                // the sixth event: only on disk
+  FlipByte(segments.back(), fs::file_size(segments.back()) - 7);  // the last: in memory too
+  std::vector<std::string> want = Payloads(0, 200);
+  want.erase(want.begin() + 5);
+  EXPECT_EQ(TakeAll(queue.get()), want);
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 1);
+}
+
 TEST_F(DiskQueueTest, RecoveredEventsArePersistedAndDeliveredAfterRestart) {
   {
     auto queue = Open();
@@ -401,6 +419,23 @@ TEST(ValidateDiskOptionsTest, ReportsEveryProblemNamingItsKey) {
   }
   auto queue = DiskQueue::Create(options);
   EXPECT_EQ(queue.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ValidateDiskOptionsTest, TheBufferFollowsASmallMaxSize) {
+  DiskOptions options;
+  options.path = ::testing::TempDir() + "/small";
+  EXPECT_EQ(DiskBufferSize(options), 4 << 20);
+  options.max_size = 2 << 20;  // a buffer of 4 MiB would not fit: a quarter does
+  EXPECT_EQ(DiskBufferSize(options), 512 << 10);
+  EXPECT_TRUE(ValidateDiskOptions(options).empty());
+  options.max_size = 8192;
+  EXPECT_EQ(DiskBufferSize(options), 4096);
+  EXPECT_TRUE(ValidateDiskOptions(options).empty());
+  options.buffer_size = 64 << 10;  // set: as set, and checked against max_size
+  EXPECT_EQ(DiskBufferSize(options), 64 << 10);
+  ASSERT_EQ(ValidateDiskOptions(options).size(), 1);
+  EXPECT_EQ(ValidateDiskOptions(options)[0].message(),
+            "shipper.queue.disk.buffer_size: must be between 4096 and max_size (8192), got 65536");
 }
 
 TEST(ValidateDiskOptionsTest, DefaultsAreGoodAndCreateNothing) {

@@ -136,9 +136,9 @@ std::vector<Key<Config>> ServerKeys() {
               "1MiB)",
               0, true, [](Config& c) -> size_t& { return c.disk.segment_size; }),
       K::Size("shipper.queue.disk.buffer_size",
-              "bytes of events accepted and not yet written at most (memory while the disk is "
-              "slow)",
-              1, true, [](Config& c) -> size_t& { return c.disk.buffer_size; }),
+              "bytes of events accepted and not yet written at most (0: 4MiB, or max_size / 4 "
+              "if less); the queue holds up to four such buffers in memory",
+              0, true, [](Config& c) -> size_t& { return c.disk.buffer_size; }),
       K::Size("shipper.queue.disk.flush.min_events",
               "buffered loop, as shipper.queue.mem.flush.min_events", 0, false,
               [](Config& c) -> size_t& { return c.disk.flush_min_events; }),
@@ -389,8 +389,8 @@ void SizeMemory(const runtime::MemoryLimit& limit, Draft& draft, Problems* probl
   size_t total = config.queue.max_bytes + config.limits.max_receive_memory + kFixedMemoryOverhead;
   std::string keys = "shipper.queue.mem.bytes + shipper.server.max_receive_memory";
   if (config.disk_queue) {
-    total += config.disk.buffer_size;
-    keys += " + shipper.queue.disk.buffer_size";
+    total += 4 * queue::DiskBufferSize(config.disk);  // see queue::DiskOptions::buffer_size
+    keys += " + 4 x shipper.queue.disk.buffer_size";
   }
   if (total > bytes) {
     problems->Add(absl::StrCat("config: ", keys, " (", total - kFixedMemoryOverhead,

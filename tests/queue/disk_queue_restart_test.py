@@ -115,8 +115,7 @@ class DiskQueueRestartTest(unittest.TestCase):
     def test_an_outage_longer_than_the_queue_fills_it_then_everything_is_delivered(self):
         queue_dir = os.path.join(self.tmp, "full-queue")
         out_dir = os.path.join(self.tmp, "full-out")
-        small = ("-E", "shipper.queue.disk.max_size=2MiB", "-E", "shipper.queue.disk.segment_size=256KiB",
-                 "-E", "shipper.queue.disk.buffer_size=256KiB")
+        small = ("-E", "shipper.queue.disk.max_size=2MiB", "-E", "shipper.queue.disk.segment_size=256KiB")
         down = ("-E", "shipper.output.redis.enabled=true", "-E", f"shipper.output.redis.hosts={DEAD_REDIS}")
         accepted = 0
         for attempt in range(2):  # the output stays down across one restart
