@@ -82,6 +82,9 @@ KAFKA_TARGETS = {
 }
 KAFKA_METRICS = {"shipper_kafka_sent_bytes_total": "kafka_sent_bytes",
                  "shipper_kafka_sent_message_bytes_total": "kafka_message_bytes"}
+# The disk queue's group commits: how many, and how long the writer waited in fdatasync.
+DISK_METRICS = {"shipper_queue_disk_syncs_total": "disk_syncs",
+                "shipper_queue_disk_sync_seconds_total": "disk_sync_seconds"}
 METRICS = re.compile(r"metrics on http://(\S+)/metrics")
 
 
@@ -248,18 +251,17 @@ class Bench:
                 "kafka_sent_bytes": d["tx_bytes"], "kafka_message_bytes": d["txmsg_bytes"]}
 
     @staticmethod
-    def kafka_bytes(server):
-        """The Kafka output's byte counters from the shipper's metrics page."""
+    def metrics(server, names):
+        """The values of `names` (metric -> key) on the shipper's metrics page, by key."""
         with open(server.log_path, "rb") as f:
             m = METRICS.search(f.read().decode(errors="replace"))
-        time.sleep(0.5)  # one more statistics interval (200 ms) after the last event
         with urllib.request.urlopen("http://%s/metrics" % m.group(1)) as page:
             text = page.read().decode()
         out = {}
         for line in text.splitlines():
             name, _, value = line.partition(" ")
-            if name in KAFKA_METRICS:
-                out[KAFKA_METRICS[name]] = int(float(value))
+            if name in names:
+                out[names[name]] = float(value)
         return out
 
     def load(self, target, shape, batch, events=None, rate=None, duration=None, idle=False,
@@ -311,7 +313,10 @@ class Bench:
                 r["fake_cpu_sec"] = fake.cpu_sec() - fake_cpu0
             r["rss_mb"] = server.rss_mb()
             if target in KAFKA_TARGETS:
-                r.update(self.kafka_bytes(server))
+                time.sleep(0.5)  # one more statistics interval (200 ms) after the last event
+                r.update(self.metrics(server, KAFKA_METRICS))
+            if target == "discard-disk":
+                r.update(self.metrics(server, DISK_METRICS))
             if not server.alive():
                 raise RuntimeError("%s exited during the run: %s" % (name, server.log_tail()))
         except Exception:
@@ -403,10 +408,15 @@ class Bench:
                 if "output_bytes" in r:
                     record["output_bytes_on_disk"] = r["output_bytes"]
                 if "kafka_sent_bytes" in r:
-                    record["kafka_sent_bytes"] = r["kafka_sent_bytes"]
-                    record["kafka_message_bytes"] = r["kafka_message_bytes"]
+                    record["kafka_sent_bytes"] = round(r["kafka_sent_bytes"])
+                    record["kafka_message_bytes"] = round(r["kafka_message_bytes"])
                     record["mock_cluster_cpu_sec_per_million"] = round(
                         r["fake_cpu_sec"] / n * 1e6, 3)
+                if r.get("disk_syncs"):
+                    # Events per group commit, and the share of the run the writer spent syncing.
+                    record["disk_events_per_sync"] = round(n / r["disk_syncs"])
+                    record["disk_sync_ms"] = round(r["disk_sync_seconds"] / r["disk_syncs"] * 1e3, 2)
+                    record["disk_sync_busy"] = round(r["disk_sync_seconds"] * eps / n, 3)
                 if "wire_bytes" in r:
                     record["bulk_bytes_on_the_wire"] = r["wire_bytes"]
                     # The fake's CPU, to tell its limit from Shipper's.
