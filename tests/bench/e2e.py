@@ -7,7 +7,9 @@ For each event shape, shipper_load sends the same number of events to
                                   once: the limit,
   (b) Shipper, discard output  -- the whole pipeline, output counts and drops (discard-disk:
                                   the same through the disk queue),
-  (c) Shipper, file output     -- the whole pipeline, output writes files,
+  (c) Shipper, file output     -- the whole pipeline, output writes files (file-nosync: with
+                                  fsync: never, so the kernel decides when data reaches the disk:
+                                  what file would do without waiting for the device),
   (d) Shipper, elasticsearch   -- the whole pipeline into tests/elasticsearch/fake_elasticsearch.py
                                   --only-count (splits the NDJSON, answers every item created), at
                                   compression_level 1 and, as elasticsearch-gzip0, 0; their lines
@@ -185,11 +187,13 @@ class Bench:
             argv += ["-E", "shipper.queue.disk.enabled=true",
                      "-E", "shipper.queue.disk.path=" +
                      os.path.join(self.workdir, name.replace("/", "_") + ".queue")]
-        elif output == "file":
+        elif output in ("file", "file-nosync"):
             outdir = os.path.join(self.workdir, name.replace("/", "_") + ".out")
             os.makedirs(outdir)
             argv += ["-E", "shipper.output.file.enabled=true",
                      "-E", "shipper.output.file.path=" + outdir]
+            if output == "file-nosync":
+                argv += ["-E", "shipper.output.file.fsync=never"]
         fake = None
         if output in ES_LEVELS:
             # A fake that only splits the NDJSON and answers every item created.
@@ -585,13 +589,14 @@ def main():
     ap.add_argument("--config", default=os.environ.get("SHIPPER_CONFIG", ""),
                     help="YAML config passed with -c (default: none, only -E overrides)")
     ap.add_argument("--targets",
-                    default="null,transport,protobuf,discard,discard-disk,file,elasticsearch,"
-                            "elasticsearch-gzip0",
+                    default="null,transport,protobuf,discard,discard-disk,file,file-nosync,"
+                            "elasticsearch,elasticsearch-gzip0",
                     help="null: null_server (Shipper's scan, the baseline); transport: "
                          "null_server --decode=envelope (no event decoding); protobuf: "
                          "null_server --decode=full (protobuf messages); discard, file, "
                          "elasticsearch (gzip level 1), elasticsearch-gzip0: Shipper outputs; "
-                         "discard-disk: discard through the disk queue")
+                         "discard-disk: discard through the disk queue; file-nosync: file "
+                         "with fsync: never")
     ap.add_argument("--shapes", default="filebeat,tiny,large")
     ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",
                     help="events per run, per shape")

@@ -26,7 +26,8 @@ def main():
     lines = [json.loads(l) for l in p.stdout.decode().splitlines() if l.strip()]
     by_name = {l["name"]: l for l in lines}
     expected = ["e2e/%s/%s" % (t, s) for s in ("filebeat", "tiny", "large")
-                for t in ("null", "transport", "protobuf", "discard", "discard-disk", "file")]
+                for t in ("null", "transport", "protobuf", "discard", "discard-disk", "file",
+                          "file-nosync")]
     expected += ["e2e/latency_at_half_load/null", "e2e/latency_at_half_load",
                  "e2e/latency_at_half_load/direct", "e2e/latency_at_half_load/file",
                  "idle_cpu"]
@@ -44,6 +45,8 @@ def main():
             for key in ("events_per_sec", "p50_ms", "p99_ms"):
                 if not line.get(key, 0) > 0:
                     failures.append("%s: %s is %r" % (name, key, line.get(key)))
+            if name.startswith("e2e/discard-disk/") and not line.get("disk_events_per_sync"):
+                failures.append("%s: no disk_events_per_sync" % name)
             if name.startswith("e2e/") and "/latency" not in name:
                 if line["events"] <= 0 or line["ratio"] is None:
                     failures.append("%s: events %r ratio %r" % (name, line["events"],
