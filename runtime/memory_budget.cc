@@ -22,13 +22,17 @@ bool MemoryBudget::TryAcquire(size_t bytes) {
 
 bool MemoryBudget::Acquire(size_t bytes, absl::Time deadline) {
   if (capacity_ != 0 && bytes > capacity_) return false;
+  MutexLock lock(&mu_);
+  if (FitsLocked(bytes)) {  // the common case: no clock read, no wait
+    in_use_.fetch_add(bytes, std::memory_order_relaxed);
+    return true;
+  }
   // Waits run on the steady clock; an infinite deadline would overflow it.
   const absl::Duration timeout = deadline - absl::Now();
   const bool forever = timeout == absl::InfiniteDuration();
   const auto steady_deadline =
       std::chrono::steady_clock::now() +
       (forever ? std::chrono::nanoseconds(0) : absl::ToChronoNanoseconds(timeout));
-  MutexLock lock(&mu_);
   ++waiters_;
   while (!FitsLocked(bytes)) {
     if (forever) {

@@ -48,7 +48,7 @@ class ProducerService::Request final : public queue::EventOwner {
   // Takes `bytes` of the budget for this request's copy, waiting until `deadline` at most; they
   // go back when the request is freed. False when they could not be had. Call once.
   bool Charge(size_t bytes, absl::Time deadline) {
-    if (!budget_->TryAcquire(bytes) && !budget_->Acquire(bytes, deadline)) return false;
+    if (!budget_->Acquire(bytes, deadline)) return false;
     charged_ = bytes;
     return true;
   }
