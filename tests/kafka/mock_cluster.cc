@@ -53,6 +53,11 @@ absl::Status MockCluster::CreateTopic(const std::string& topic, int partitions) 
   const rd_kafka_resp_err_t err =
       rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, brokers_);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return absl::InternalError(rd_kafka_err2str(err));
+  for (int p = 0; p < partitions; ++p) {
+    const rd_kafka_resp_err_t led =
+        rd_kafka_mock_partition_set_leader(cluster_, topic.c_str(), p, p % brokers_ + 1);
+    if (led != RD_KAFKA_RESP_ERR_NO_ERROR) return absl::InternalError(rd_kafka_err2str(led));
+  }
   return absl::OkStatus();
 }
 

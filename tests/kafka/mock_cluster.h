@@ -37,7 +37,10 @@ class MockCluster {
   std::string bootstraps() const;
   rd_kafka_mock_cluster_t* get() const { return cluster_; }
 
-  // Creates `topic` with `partitions`, each replicated on every broker.
+  // Creates `topic` with `partitions`, each replicated on every broker, their leaders taking the
+  // brokers in turn (partition p: broker p % brokers + 1), so that every broker leads one when
+  // partitions >= brokers. The mock's own choice may leave a broker leading none, and librdkafka
+  // then never connects to it.
   absl::Status CreateTopic(const std::string& topic, int partitions);
 
   // Every message of `topic` (with `partitions`), from the beginning up to each partition's
