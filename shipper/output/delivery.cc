@@ -1,6 +1,7 @@
 #include "shipper/output/delivery.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -19,22 +20,43 @@ Delivery::Delivery(queue::Queue* queue, std::unique_ptr<Output> output,
       metrics_(metrics::ShipperMetrics::Get().Output(options.name)) {}
 
 void Delivery::Run() {
-  queue::Batch batch = queue_->Get(options_.bulk_max_size, absl::Now() + options_.poll);
-  if (!batch.empty()) Deliver(batch);
+  const absl::Time end = absl::Now() + options_.poll;
+  std::optional<Flight> finishing;  // written; finished once the next batch is written
+  for (queue::Batch batch = queue_->Get(options_.bulk_max_size, end); !batch.empty();
+       batch = queue_->Get(options_.bulk_max_size, absl::Now())) {
+    Flight flight = Begin(std::move(batch));
+    if (finishing) End(*finishing);
+    finishing.reset();
+    if (!flight.outcome.finish || absl::Now() >= end) {
+      End(flight);
+      return;
+    }
+    finishing.emplace(std::move(flight));
+  }
+  if (finishing) End(*finishing);
 }
 
-void Delivery::Deliver(queue::Batch& batch) {
+Delivery::Flight Delivery::Begin(queue::Batch batch) {
+  Flight flight{std::move(batch)};
+  metrics_.batch_events.Observe(flight.batch.size());
+  const absl::Time start = absl::Now();
+  flight.status = output_->Write(Events(flight.batch), &flight.outcome);
+  flight.busy = absl::Now() - start;
+  return flight;
+}
+
+void Delivery::End(Flight& flight) {
+  queue::Batch& batch = flight.batch;
+  Outcome& outcome = flight.outcome;
+  absl::Status status = std::move(flight.status);
+  absl::Duration busy = flight.busy;
+  if (outcome.finish) status = Finish(&outcome, &busy);
   std::optional<Backoff> backoff;  // only failing batches pay for its random generator
-  // The batch positions still to write; empty: all of them (the first attempt).
+  // The batch positions of the last attempt; empty: all of them (the first attempt).
   std::vector<uint32_t> pending, still_pending;
-  Outcome outcome;
-  metrics_.batch_events.Observe(batch.size());
   while (true) {
+    metrics_.write_seconds.ObserveDuration(busy);
     const Events events = pending.empty() ? Events(batch) : Events(batch, pending);
-    outcome.Clear();
-    const absl::Time start = absl::Now();
-    absl::Status status = output_->Write(events, &outcome);
-    metrics_.write_seconds.ObserveDuration(absl::Now() - start);
     if (status.ok()) {
       // Rejected events that could not be recorded are tried again, with those that failed.
       if (!outcome.rejected.empty()) {
@@ -68,7 +90,26 @@ void Delivery::Deliver(queue::Batch& batch) {
       return;
     }
     metrics_.retries.Add();
+    busy = absl::ZeroDuration();
+    status = Attempt(pending.empty() ? Events(batch) : Events(batch, pending), &outcome, &busy);
   }
+}
+
+absl::Status Delivery::Attempt(const Events& events, Outcome* outcome, absl::Duration* busy) {
+  outcome->Clear();
+  const absl::Time start = absl::Now();
+  absl::Status status = output_->Write(events, outcome);
+  *busy += absl::Now() - start;
+  return outcome->finish ? Finish(outcome, busy) : status;
+}
+
+absl::Status Delivery::Finish(Outcome* outcome, absl::Duration* busy) {
+  const std::function<absl::Status(Outcome*)> finish = std::move(outcome->finish);
+  outcome->Clear();
+  const absl::Time start = absl::Now();
+  absl::Status status = finish(outcome);
+  *busy += absl::Now() - start;
+  return status;
 }
 
 void Delivery::GiveUp() {

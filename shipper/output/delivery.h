@@ -5,9 +5,11 @@
 // written or recorded.
 //
 // The WorkerPool calls Run() again and again on each output worker thread; concurrent workers
-// pipeline batches through the output. At shutdown, once the queue's drain deadline has passed,
-// GiveUp() makes workers abandon batches they cannot deliver, so their events are never reported
-// persisted and their clients resend them.
+// pipeline batches through the output. A worker whose output left the end of a Write() for later
+// (Outcome::finish: a sync, a broker's acks) writes its next batch, if one is ready, before it
+// finishes the previous one, so that the output's wait overlaps the worker's next work. At
+// shutdown, once the queue's drain deadline has passed, GiveUp() makes workers abandon batches they
+// cannot deliver, so their events are never reported persisted and their clients resend them.
 //
 // Thread safety: Run() from any number of worker threads at once; GiveUp() from any thread.
 #ifndef SHIPPER_SHIPPER_OUTPUT_DELIVERY_H_
@@ -46,7 +48,8 @@ class Delivery {
   Delivery(queue::Queue* queue, std::unique_ptr<Output> output,
            std::unique_ptr<DeadLetters> dead_letters, const Options& options);
 
-  // One unit of a worker's work: waits up to options.poll for a batch and delivers it.
+  // One unit of a worker's work: waits up to options.poll for a batch and delivers it, and the
+  // batches it can write while the output finishes one (for up to options.poll in all).
   void Run();
 
   // The drain deadline passed: batches that fail from now on are abandoned, and waiting outputs
@@ -54,7 +57,23 @@ class Delivery {
   void GiveUp();
 
  private:
-  void Deliver(queue::Batch& batch);
+  // A batch and the result of its first Write(), not yet finished.
+  struct Flight {
+    queue::Batch batch;
+    absl::Status status;
+    Outcome outcome;
+    absl::Duration busy;  // spent in the output so far
+  };
+
+  // The first Write() of the batch.
+  Flight Begin(queue::Batch batch);
+  // Finishes the flight's Write(), retries what failed until it is written or recorded as a
+  // dead letter (or given up), and marks the batch done.
+  void End(Flight& flight);
+  // Calls the output for `events`, timed into *busy: Write() and, if it left it, finish.
+  absl::Status Attempt(const Events& events, Outcome* outcome, absl::Duration* busy);
+  // Calls outcome->finish, timed into *busy.
+  static absl::Status Finish(Outcome* outcome, absl::Duration* busy);
 
   // Constant after construction.
   queue::Queue* const queue_;

@@ -21,11 +21,13 @@ namespace {
 namespace pb = elastic::agent::shipper::v1::messages;
 
 // What one Write() call does: fail as a whole, or succeed rejecting some events for good and
-// failing others for now (as i in the Events it was given).
+// failing others for now (as i in the Events it was given); at once, or `later`, in the finish it
+// leaves (Outcome::finish).
 struct Step {
   absl::Status status;
   std::vector<size_t> reject;
   std::vector<size_t> fail = {};
+  bool later = false;
 };
 
 class ScriptedOutput final : public Output {
@@ -33,22 +35,26 @@ class ScriptedOutput final : public Output {
   explicit ScriptedOutput(std::deque<Step> script) : script_(std::move(script)) {}
 
   absl::Status Write(const Events& events, Outcome* outcome) override {
-    absl::MutexLock lock(&mu_);
-    ++calls_;
     Step step;  // once the script is over: OK, nothing rejected
-    if (!script_.empty()) {
-      step = std::move(script_.front());
-      script_.pop_front();
+    {
+      absl::MutexLock lock(&mu_);
+      ++calls_;
+      if (!script_.empty()) {
+        step = std::move(script_.front());
+        script_.pop_front();
+      }
+      calls_log_.push_back(absl::StrCat("write ", events.index(0)));
     }
-    for (size_t i : step.reject) outcome->rejected.push_back({i, absl::StrCat("bad event ", i)});
-    for (size_t i : step.fail) outcome->Fail(i, "partition without a leader");
-    if (!step.status.ok()) return step.status;
-    for (size_t i = 0; i < events.size(); ++i) {
-      const bool unwritten = std::count(step.reject.begin(), step.reject.end(), i) +
-                                 std::count(step.fail.begin(), step.fail.end(), i) >
-                             0;
-      if (!unwritten) ++written_[events.index(i)];
-    }
+    std::vector<uint64_t> indexes;
+    for (size_t i = 0; i < events.size(); ++i) indexes.push_back(events.index(i));
+    if (!step.later) return Apply(step, indexes, outcome);
+    outcome->finish = [this, step, indexes](Outcome* outcome) {
+      {
+        absl::MutexLock lock(&mu_);
+        calls_log_.push_back(absl::StrCat("finish ", indexes[0]));
+      }
+      return Apply(step, indexes, outcome);
+    };
     return absl::OkStatus();
   }
 
@@ -63,6 +69,11 @@ class ScriptedOutput final : public Output {
     for (const auto& [index, times] : written_) n += times;
     return n;
   }
+  // "write <index>" and "finish <index>" per call, by the index of its first event.
+  std::vector<std::string> calls_log() {
+    absl::MutexLock lock(&mu_);
+    return calls_log_;
+  }
   // How often the event with queue index `index` was written.
   int times_written(uint64_t index) {
     absl::MutexLock lock(&mu_);
@@ -70,9 +81,25 @@ class ScriptedOutput final : public Output {
   }
 
  private:
+  // Does what `step` says to the events with queue indexes `indexes`.
+  absl::Status Apply(const Step& step, const std::vector<uint64_t>& indexes, Outcome* outcome) {
+    for (size_t i : step.reject) outcome->rejected.push_back({i, absl::StrCat("bad event ", i)});
+    for (size_t i : step.fail) outcome->Fail(i, "partition without a leader");
+    if (!step.status.ok()) return step.status;
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0; i < indexes.size(); ++i) {
+      const bool unwritten = std::count(step.reject.begin(), step.reject.end(), i) +
+                                 std::count(step.fail.begin(), step.fail.end(), i) >
+                             0;
+      if (!unwritten) ++written_[indexes[i]];
+    }
+    return absl::OkStatus();
+  }
+
   absl::Mutex mu_;
   std::deque<Step> script_ ABSL_GUARDED_BY(mu_);
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> calls_log_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, int> written_ ABSL_GUARDED_BY(mu_);  // queue index -> times written
 };
 
@@ -169,6 +196,43 @@ TEST(DeliveryTest, RetriesOnlyTheEventsThatFailedForNow) {
     EXPECT_EQ(script->times_written(index), index == 7 ? 0 : 1) << "event with index " << index;
   }
   EXPECT_EQ(Metrics(options).dead_lettered.value(), 1u);
+  EXPECT_EQ(Metrics(options).retries.value(), 2u);
+}
+
+TEST(DeliveryTest, AWorkerWritesItsNextBatchBeforeItFinishesThePreviousOne) {
+  QueuedEvents events(TestEvents(30));
+  const Step later{absl::OkStatus(), {}, {}, true};
+  auto output = std::make_unique<ScriptedOutput>(std::deque<Step>{later, later, later});
+  ScriptedOutput* script = output.get();
+  Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), FastOptions());
+  {
+    runtime::WorkerPool pool("deliver", 1,
+                             [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
+    EXPECT_EQ(events.queue().WaitPersisted(29, absl::Now() + absl::Seconds(10)), 30u);
+  }
+  EXPECT_EQ(script->calls_log(), (std::vector<std::string>{"write 1", "write 11", "finish 1",
+                                                           "write 21", "finish 11", "finish 21"}));
+  EXPECT_EQ(script->written(), 30u);
+}
+
+TEST(DeliveryTest, AFinishThatFailsIsRetriedAsAWholeWrite) {
+  QueuedEvents events(TestEvents(10));
+  auto output = std::make_unique<ScriptedOutput>(std::deque<Step>{
+      {absl::UnavailableError("sync failed"), {}, {}, true}, {absl::OkStatus(), {}, {3}, true}});
+  ScriptedOutput* script = output.get();
+  const Delivery::Options options = FastOptions();
+  Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), options);
+  {
+    runtime::WorkerPool pool("deliver", 1,
+                             [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
+    EXPECT_EQ(events.queue().WaitPersisted(9, absl::Now() + absl::Seconds(10)), 10u);
+  }
+  // The whole batch again after the failed finish, then only the event that failed for now.
+  EXPECT_EQ(script->calls_log(),
+            (std::vector<std::string>{"write 1", "finish 1", "write 1", "finish 1", "write 4"}));
+  for (uint64_t index = 1; index <= 10; ++index) {
+    EXPECT_EQ(script->times_written(index), 1) << "event with index " << index;
+  }
   EXPECT_EQ(Metrics(options).retries.value(), 2u);
 }
 

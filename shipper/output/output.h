@@ -10,7 +10,9 @@
 //     Elasticsearch item answered 429): Delivery calls Write() again after a backoff with only
 //     the events that failed, so what was written is not written again.
 // An error status means the call failed as a whole (server down, disk full, timeout): nothing it
-// was given counts as written, and all of it is retried. An output may thus see the same events
+// was given counts as written, and all of it is retried. An output that waits after writing (for
+// fdatasync, for a broker's acks) may return that wait as Outcome::finish, so that its worker
+// writes the next batch meanwhile. An output may thus see the same events
 // again (at-least-once). The batch is marked done only when every event is written or recorded
 // as a dead letter, so the persisted index never runs ahead of what an output confirmed.
 //
@@ -79,6 +81,13 @@ struct Outcome {
   std::vector<Rejection> rejected;  // for good; ascending
   std::vector<size_t> failed;       // for now, as i in the Events; ascending
   std::string failure;              // why they failed (one reason, for the log)
+  // Set by a Write() that left the rest of its work for later (the file output's fdatasync,
+  // Kafka's delivery reports), and then nothing else of the outcome is. Delivery calls it once,
+  // with an empty outcome, after the worker has written its next batch, so that the output's wait
+  // overlaps that work; what it returns and fills in stands for the whole Write(), and until it
+  // has returned none of the events counts as written. It runs on the thread that called Write()
+  // and must not use the Events, which may be gone by then.
+  std::function<absl::Status(Outcome*)> finish;
 
   void Fail(size_t event, absl::string_view reason) {
     if (failed.empty()) failure = std::string(reason);
@@ -88,6 +97,7 @@ struct Outcome {
     rejected.clear();
     failed.clear();
     failure.clear();
+    finish = nullptr;
   }
 };
 
@@ -101,8 +111,8 @@ class Output {
   // REQUIRES: `outcome` is empty.
   virtual absl::Status Write(const Events& events, Outcome* outcome) = 0;
 
-  // Makes running and later Write() calls return an error promptly instead of waiting on a
-  // peer; called once the drain deadline has passed at shutdown. Outputs that never wait long
+  // Makes running and later Write() (and finish) calls return an error promptly instead of waiting
+  // on a peer; called once the drain deadline has passed at shutdown. Outputs that never wait long
   // need not override it.
   virtual void Cancel() {}
 };

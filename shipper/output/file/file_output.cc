@@ -195,7 +195,7 @@ class FileOutput final : public Output {
         file_(std::move(file)),
         size_(file_->written()) {}
 
-  absl::Status Write(const Events& events, Outcome*) override {
+  absl::Status Write(const Events& events, Outcome* outcome) override {
     thread_local BatchJson json;
     json.Encode(events);
     // The files the batch went into (more than one when it rotated) and where its bytes end.
@@ -225,11 +225,15 @@ class FileOutput final : public Output {
     }
     deleted.clear();
     if (config_.fsync != FsyncPolicy::kBatch) return absl::OkStatus();
-    // Outside the lock, so that other workers write meanwhile and share syncs. A file rotated
-    // meanwhile stays open until its reference here goes.
-    for (const auto& [file, end] : written) {
-      if (absl::Status s = file->SyncTo(end); !s.ok()) return s;
-    }
+    // Later, once the worker has written its next batch, and outside the lock, so that other
+    // workers write meanwhile and share syncs. A file rotated meanwhile stays open until its
+    // reference here goes.
+    outcome->finish = [written = std::move(written)](Outcome*) {
+      for (const auto& [file, end] : written) {
+        if (absl::Status s = file->SyncTo(end); !s.ok()) return s;
+      }
+      return absl::OkStatus();
+    };
     return absl::OkStatus();
   }
 

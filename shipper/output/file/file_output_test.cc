@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -33,6 +34,15 @@ std::vector<pb::Event> TestEvents(int n) {
   return events;
 }
 
+// Write() and, if it left one, its finish (Outcome::finish): what Delivery does for a batch.
+absl::Status WriteAndFinish(Output& output, const Events& events, Outcome* outcome) {
+  absl::Status status = output.Write(events, outcome);
+  if (!outcome->finish) return status;
+  const std::function<absl::Status(Outcome*)> finish = std::move(outcome->finish);
+  outcome->Clear();
+  return finish(outcome);
+}
+
 class FileOutputTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -47,7 +57,7 @@ class FileOutputTest : public ::testing::Test {
     for (queue::Batch batch = events.Take(batch_size); !batch.empty();
          batch = events.Take(batch_size)) {
       Outcome outcome;
-      ASSERT_TRUE((*output)->Write(Events(batch), &outcome).ok());
+      ASSERT_TRUE(WriteAndFinish(**output, Events(batch), &outcome).ok());
       EXPECT_TRUE(outcome.rejected.empty());
       batch.Done();
     }
@@ -229,6 +239,34 @@ uint64_t EndOfLine(const std::string& path, uint64_t index) {
   return 0;
 }
 
+TEST_F(FileOutputTest, WriteLeavesTheFlushToItsFinishAndFsyncNeverHasNone) {
+  RecordingSync recording;
+  absl::StatusOr<std::unique_ptr<Output>> output =
+      NewFileOutput(config_, [&](int fd) { return recording(fd); });
+  ASSERT_TRUE(output.ok()) << output.status();
+  QueuedEvents events(TestEvents(20));
+  queue::Batch batch = events.Take(10);
+  Outcome outcome;
+  ASSERT_TRUE((*output)->Write(Events(batch), &outcome).ok());
+  EXPECT_EQ(Lines(File(0)), 10u);
+  EXPECT_EQ(recording.flushes(), 0) << "Write() waited for its flush";
+  ASSERT_TRUE(outcome.finish);
+  Outcome finished;
+  EXPECT_TRUE(outcome.finish(&finished).ok());
+  EXPECT_EQ(recording.synced(File(0)), std::filesystem::file_size(File(0)));
+  batch.Done();
+
+  config_.fsync = FsyncPolicy::kNever;
+  output = NewFileOutput(config_, [&](int fd) { return recording(fd); });
+  ASSERT_TRUE(output.ok()) << output.status();
+  batch = events.Take(10);
+  outcome.Clear();
+  ASSERT_TRUE((*output)->Write(Events(batch), &outcome).ok());
+  EXPECT_FALSE(outcome.finish);
+  EXPECT_EQ(Lines(File(0)), 20u);
+  batch.Done();
+}
+
 TEST_F(FileOutputTest, WritersThatFinishDuringAFlushShareTheNextOne) {
   RecordingSync recording;
   absl::Notification first_flush_started, release_first_flush;
@@ -248,7 +286,7 @@ TEST_F(FileOutputTest, WritersThatFinishDuringAFlushShareTheNextOne) {
   // Each writer checks, once its batch is confirmed, that a flush covered its last line.
   auto write = [&](queue::Batch* batch) {
     Outcome outcome;
-    EXPECT_TRUE((*output)->Write(Events(*batch), &outcome).ok());
+    EXPECT_TRUE(WriteAndFinish(**output, Events(*batch), &outcome).ok());
     const uint64_t end = EndOfLine(File(0), batch->first_index() + batch->size() - 1);
     EXPECT_GT(end, 0u);
     EXPECT_GE(recording.synced(File(0)), end) << "confirmed before its bytes were flushed";
@@ -288,7 +326,7 @@ TEST_F(FileOutputTest, ConcurrentWritersRotatingLoseNothingAndFlushEveryByte) {
     writers.emplace_back([&] {
       for (size_t i = next++; i < batches.size(); i = next++) {
         Outcome outcome;
-        EXPECT_TRUE((*output)->Write(Events(batches[i]), &outcome).ok());
+        EXPECT_TRUE(WriteAndFinish(**output, Events(batches[i]), &outcome).ok());
       }
     });
   }
