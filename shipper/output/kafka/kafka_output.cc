@@ -208,7 +208,7 @@ std::string ErrorText(rd_kafka_resp_err_t err) {
 }
 
 // The messages of one Write(). Delivery reports arrive on the poller thread; the Round is freed
-// by whichever lets go of it last: Write(), or the last report of a Write() that gave up.
+// by whichever lets go of it last: Write()'s finish, or the last report of a finish that gave up.
 struct Round {
   // What became of each message; `produced` marks those with a report to come.
   struct Result {
@@ -231,7 +231,7 @@ struct Round {
 
   std::vector<Slot> slots;  // constant after construction, so the opaques stay valid
   absl::Mutex mu;
-  int holders ABSL_GUARDED_BY(mu) = 1;  // Write(), and each report still to come
+  int holders ABSL_GUARDED_BY(mu) = 1;  // Write()'s finish, and each report still to come
   std::vector<Result> results ABSL_GUARDED_BY(mu);
 };
 
@@ -375,7 +375,26 @@ class KafkaOutput final : public Output {
       absl::ReaderMutexLock lock(&rk_mu_);
       rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     }
+    // The reports are awaited once the worker has produced its next batch, so that the brokers'
+    // round trips overlap the next batch's encoding and producing.
+    outcome->finish = [this, round, refusals = std::move(refusals), unproduced](Outcome* outcome) {
+      return Await(round, refusals, unproduced, outcome);
+    };
+    return absl::OkStatus();
+  }
 
+  void Cancel() override {
+    cancelled_ = true;
+    absl::ReaderMutexLock lock(&rk_mu_);
+    rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  }
+
+ private:
+  // The end of a Write(): waits for the reports of the messages `round` produced and says what
+  // became of each event. `refusals` and `unproduced` are Write()'s, by event.
+  absl::Status Await(Round* round, const std::vector<std::string>& refusals, size_t unproduced,
+                     Outcome* outcome) {
+    const size_t events = refusals.size();
     round->mu.Lock();
     while (!round->mu.AwaitWithTimeout(absl::Condition(round, &Round::AllReported),
                                        absl::Milliseconds(100))) {
@@ -394,7 +413,7 @@ class KafkaOutput final : public Output {
     delete round;
 
     bool purged = false;
-    for (size_t i = 0; i < events.size(); ++i) {
+    for (size_t i = 0; i < events; ++i) {
       if (i >= unproduced) {
         outcome->Fail(i, "kafka: cancelled at shutdown");
       } else if (!refusals[i].empty()) {
@@ -411,19 +430,12 @@ class KafkaOutput final : public Output {
     }
     // (Purged without Cancel(): by the replacement of a producer after a fatal error; those
     // events failed for now, and the rest is written.)
-    if (unproduced < events.size() || (purged && cancelled_)) {
+    if (unproduced < events || (purged && cancelled_)) {
       return absl::UnavailableError("kafka: cancelled at shutdown; unconfirmed messages purged");
     }
     return absl::OkStatus();
   }
 
-  void Cancel() override {
-    cancelled_ = true;
-    absl::ReaderMutexLock lock(&rk_mu_);
-    rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-  }
-
- private:
   // Hands event i to librdkafka, its report to come to round->slots[i]. An error is a
   // rejection for good, for the dead-letter file; a transient refusal is recorded as the
   // message's result.

@@ -5,7 +5,9 @@
 // An event counts as written only once librdkafka reports the message delivered, which with
 // required_acks -1 means every in-sync replica has it. One idempotent producer (acks=all,
 // enable.idempotence) serves every worker, so librdkafka's own retries neither duplicate nor
-// reorder within a partition. Per message, the delivery report decides:
+// reorder within a partition. Write() produces; its finish (Outcome::finish) awaits the reports,
+// so that a worker produces its next batch while the brokers confirm the last. Per message, the
+// delivery report decides:
 //   - delivered: written;
 //   - refused for good (message too large, invalid or corrupt record, topic authorization, an
 //     invalid topic name): rejected, with librdkafka's error text, to the dead-letter file;
@@ -21,8 +23,8 @@
 // refusing everything, a new producer replaces it (logged at ERROR); what the old one held is
 // purged, failed for now and produced again, never reported written.
 //
-// Cancel() purges what librdkafka still holds (queued or in flight) and makes Write() return an
-// error: whatever was not confirmed is never reported written.
+// Cancel() purges what librdkafka still holds (queued or in flight) and makes Write() and its
+// finish return an error: whatever was not confirmed is never reported written.
 //
 // Thread safety: Write() from several threads at once; Cancel() from any thread. Delivery
 // reports, statistics and errors are served, and a failed producer replaced, on a thread of the
