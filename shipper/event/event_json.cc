@@ -32,17 +32,56 @@ constexpr std::array<bool, 256> kPlain = [] {
   return plain;
 }();
 
-// The high bit of each byte of the 8 at `p` that needs an escape (below 0x20, '"' or '\\'), and
-// maybe of bytes after it: a borrow can flag the bytes above a flagged one, so only the lowest
-// flag is exact, and a word with no byte to escape has no flag.
-uint64_t EscapeFlags(const char* p) {
+// The high bit of each byte of `x` that needs an escape (below 0x20, '"' or '\\'), and maybe of
+// bytes after it: a borrow can flag the bytes above a flagged one, so only the lowest flag is
+// exact, and a word with no byte to escape has no flag.
+uint64_t EscapeFlags(uint64_t x) {
   constexpr uint64_t kOnes = 0x0101010101010101u, kHigh = 0x8080808080808080u;
-  uint64_t x;
-  std::memcpy(&x, p, 8);
   const uint64_t quote = x ^ (kOnes * '"'), backslash = x ^ (kOnes * '\\');
   return (((x - kOnes * 0x20) & ~x) | ((quote - kOnes) & ~quote) |
           ((backslash - kOnes) & ~backslash)) &
          kHigh;
+}
+uint64_t EscapeFlags(const char* p) {
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  return EscapeFlags(x);
+}
+
+// The n < 8 bytes at `p` as a word, the bytes above them 'a' (plain). Reads only those bytes.
+uint64_t ShortWord(const char* p, size_t n) {
+  uint64_t x = 0;
+  if (n >= 4) {  // two overlapping four-byte loads
+    uint32_t low, high;
+    std::memcpy(&low, p, 4);
+    std::memcpy(&high, p + n - 4, 4);
+    x = low | uint64_t{high} << (8 * (n - 4));
+  } else if (n > 0) {  // the first, middle and last byte: all of them
+    const auto byte = [p](size_t i) { return uint64_t{static_cast<uint8_t>(p[i])}; };
+    x = byte(0) | byte(n / 2) << (8 * (n / 2)) | byte(n - 1) << (8 * (n - 1));
+  }
+  return x | (0x6161616161616161u << (8 * n));
+}
+
+// Copies the bytes of `src` (n of them) to `dst` up to the first that needs an escape, a word at a
+// time, and returns that byte's position (n if none). May write anything up to dst + max(n, 8).
+size_t CopyPlain(const char* src, size_t n, char* dst) {
+  if (n < 8) {
+    const uint64_t x = ShortWord(src, n);
+    std::memcpy(dst, &x, 8);
+    const uint64_t flags = EscapeFlags(x);  // the plain bytes above n start no borrow
+    return flags ? __builtin_ctzll(flags) / 8 : n;
+  }
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::memcpy(dst + i, src + i, 8);
+    if (const uint64_t flags = EscapeFlags(src + i)) return i + __builtin_ctzll(flags) / 8;
+  }
+  if (i == n) return n;
+  // The last eight overlap bytes just found plain, among which no flag falls.
+  std::memcpy(dst + n - 8, src + n - 8, 8);
+  const uint64_t flags = EscapeFlags(src + n - 8);
+  return flags ? n - 8 + __builtin_ctzll(flags) / 8 : n;
 }
 
 // The position of the first byte from `i` on that needs an escape, or n. Eight bytes at a time;
@@ -170,18 +209,19 @@ class Encoder {
 void Encoder::Quoted(absl::string_view s, char after) {
   const char* data = s.data();
   const size_t n = s.size();
-  Need(n + 3);
+  Need(n + 10);  // the quotes, `after`, and CopyPlain's words past the end
   *p_++ = '"';
-  for (size_t i = 0;;) {
-    const size_t plain = PlainUntil(data, i, n);
-    if (plain > i) {  // (memcpy may not take an empty string's null data)
-      std::memcpy(p_, data + i, plain - i);
-      p_ += plain - i;
-    }
-    if (plain == n) break;
+  size_t plain = CopyPlain(data, n, p_);
+  p_ += plain;
+  while (plain < n) {               // rare: the rest, escape by escape
     Need(6 + (n - plain - 1) + 2);  // the escape, the rest, '"' and `after`
     p_ += Escape(static_cast<uint8_t>(data[plain]), p_);
-    i = plain + 1;
+    const size_t next = PlainUntil(data, plain + 1, n);
+    if (next > plain + 1) {  // (memcpy may not take an empty string's null data)
+      std::memcpy(p_, data + plain + 1, next - plain - 1);
+      p_ += next - plain - 1;
+    }
+    plain = next;
   }
   *p_++ = '"';
   *p_++ = after;

@@ -224,6 +224,27 @@ TEST(EventJsonTest, StringsAreWrittenAsRapidjsonEscapesThem) {
   }
 }
 
+TEST(EventJsonTest, ShortAndWordSizedStringsWithAnEscapeAnywhereAreWrittenAsRapidjsonDoes) {
+  // Strings shorter than a word are read as one; longer ones a word at a time with an
+  // overlapping last word: every length up to three words, with each escape at each position.
+  for (size_t n = 0; n <= 24; ++n) {
+    for (size_t at = 0; at <= n; ++at) {
+      for (char escape : {'"', '\\', '\n', '\x01', '\x1f', ' '}) {
+        std::string s(n, 'k');
+        if (at < n) s[at] = escape;
+        pb::Value value;
+        value.set_string_value(s);
+        EXPECT_EQ(OneField(s, value),
+                  Rapidjson(s,
+                            [&](auto& w) {
+                              w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+                            }))
+            << "length " << n << ", byte " << static_cast<int>(escape) << " at " << at;
+      }
+    }
+  }
+}
+
 TEST(EventJsonTest, NumbersAreWrittenAsRapidjsonWritesThem) {
   for (double d : {0.0, -0.0, 0.1, 1.0 / 3, 1e21, 1e-7, 123456789012345678.0,
                    std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
