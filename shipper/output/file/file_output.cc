@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -13,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -42,13 +42,12 @@ absl::Status SyncDirectory(const std::string& dir) {
   return absl::OkStatus();
 }
 
-// An open file and its group commit; closed when the last worker still flushing it lets go.
+// An open file and what of it is durable; closed when the last holder lets go (the output, and
+// the Written ranges of batches still to be confirmed).
 //
-// Group commit: an fdatasync makes durable every byte written before it started. The file
-// tracks the bytes written (set under FileOutput::mu_ after each write) and the bytes known
-// durable; SyncTo(end) returns at once when a sync that started after those bytes were written
-// has completed, and otherwise waits for the sync running (if any) and then syncs itself, so
-// workers finishing writes while a sync runs share the next one.
+// An fdatasync makes durable every byte written before it started. The file tracks the bytes
+// written (set under FileOutput::mu_ after each write) and the bytes known durable; Sync() reads
+// the first before it flushes, and AwaitSynced(end) waits until a Sync() has covered `end`.
 class OpenFile {
  public:
   // `dir` holds the file: its entry may be new, so the first sync flushes the directory too.
@@ -67,48 +66,40 @@ class OpenFile {
   // The file now holds `size` bytes, all written by completed write() calls.
   void Wrote(uint64_t size) { written_.store(size, std::memory_order_release); }
 
-  // Makes the first `end` bytes durable (and the file's directory entry, if pending). REQUIRES:
-  // they were written (Wrote() was called with at least `end`). Rarely reports an error for bytes
-  // an earlier sync did cover, when a later sync failed meanwhile; the batch is then written
-  // again (at-least-once).
-  absl::Status SyncTo(uint64_t end) {
-    mu_.Lock();
-    while (true) {
-      // After a failed fdatasync, Linux may report success for a retry although the pages
-      // were lost: every byte that failed sync covered stays failed.
-      if (end <= failed_) {
-        absl::Status status = failure_;
-        mu_.Unlock();
-        return status;
-      }
-      if (end <= synced_) {
-        mu_.Unlock();
-        return absl::OkStatus();
-      }
-      if (!syncing_) break;
-      mu_.Await(absl::Condition(
-          +[](bool* syncing) { return !*syncing; }, &syncing_));
-    }
-    syncing_ = true;
-    const std::string dir = dir_;
-    mu_.Unlock();
-
+  // Makes every byte written so far durable (and the file's directory entry, if pending). Called
+  // by one thread at a time (the Syncer's).
+  void Sync() {
     // Every byte up to `target` was written before the sync starts, so it covers them.
-    const uint64_t target = written_.load(std::memory_order_acquire);
+    const uint64_t target = written();
+    std::string dir;
+    {
+      absl::MutexLock lock(&mu_);
+      if (target <= synced_) return;
+      dir = dir_;
+    }
     absl::Status status = dir.empty() ? absl::OkStatus() : SyncDirectory(dir);
     if (status.ok() && sync_(fd_) != 0) status = Errno("flushing", path_);
-
-    mu_.Lock();
-    syncing_ = false;
+    absl::MutexLock lock(&mu_);
     if (status.ok()) {
-      synced_ = std::max(synced_, target);
+      synced_ = target;
       dir_.clear();
     } else {
-      failed_ = std::max(failed_, target);
+      failed_ = target;
       failure_ = status;
     }
-    mu_.Unlock();
-    return status;
+    synced_or_failed_.SignalAll();
+  }
+
+  // Waits until a Sync() has covered the first `end` bytes, and says whether it made them
+  // durable. REQUIRES: they were written (Wrote() was called with at least `end`) and a Sync() is
+  // to come after. Rarely reports an error for bytes an earlier sync did cover, when a later sync
+  // failed meanwhile; the batch is then written again (at-least-once).
+  absl::Status AwaitSynced(uint64_t end) {
+    absl::MutexLock lock(&mu_);
+    // After a failed fdatasync, Linux may report success for a retry although the pages were
+    // lost: every byte that failed sync covered stays failed.
+    while (end > synced_ && end > failed_) synced_or_failed_.Wait(&mu_);
+    return end <= failed_ ? failure_ : absl::OkStatus();
   }
 
  private:
@@ -119,11 +110,61 @@ class OpenFile {
 
   std::atomic<uint64_t> written_;
   absl::Mutex mu_;
-  bool syncing_ ABSL_GUARDED_BY(mu_) = false;  // a thread is in SyncTo's sync
   uint64_t synced_ ABSL_GUARDED_BY(mu_) = 0;   // bytes known durable
   uint64_t failed_ ABSL_GUARDED_BY(mu_) = 0;   // bytes a failed sync covered
   absl::Status failure_ ABSL_GUARDED_BY(mu_);  // that sync's error
   std::string dir_ ABSL_GUARDED_BY(mu_);       // to flush on the next sync, if not empty
+  absl::CondVar synced_or_failed_;             // synced_ or failed_ grew
+};
+
+// Flushes files on a thread of its own, as soon as they are asked for: a worker's batch is made
+// durable while it encodes and writes its next one. Files asked for while a flush runs share the
+// next flush (group commit).
+class Syncer {
+ public:
+  Syncer() : thread_([this] { Run(); }) {}
+  Syncer(const Syncer&) = delete;
+  Syncer& operator=(const Syncer&) = delete;
+  // Flushes what was asked for, then stops.
+  ~Syncer() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    thread_.join();
+  }
+
+  // A Sync() of `file` is to come, covering every byte it holds now.
+  void Ask(std::shared_ptr<OpenFile> file) {
+    absl::MutexLock lock(&mu_);
+    for (const std::shared_ptr<OpenFile>& asked : asked_) {
+      if (asked == file) return;
+    }
+    asked_.push_back(std::move(file));
+  }
+
+ private:
+  void Run() {
+    std::vector<std::shared_ptr<OpenFile>> files;
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(this, &Syncer::AskedOrStopping));
+        if (asked_.empty()) return;  // stopping
+        files.swap(asked_);
+      }
+      for (const std::shared_ptr<OpenFile>& file : files) file->Sync();
+      files.clear();
+    }
+  }
+  bool AskedOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !asked_.empty() || stopping_;
+  }
+
+  absl::Mutex mu_;
+  std::vector<std::shared_ptr<OpenFile>> asked_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts once the rest is built
 };
 
 // Cuts a partial last line, left by a process killed in the middle of a write: those events
@@ -192,6 +233,7 @@ class FileOutput final : public Output {
         path_(absl::StrCat(config.path, "/", config.filename)),
         limit_(config.rotate_every_kb * 1024),
         sync_(std::move(sync)),
+        syncer_(config.fsync == FsyncPolicy::kBatch ? std::make_unique<Syncer>() : nullptr),
         file_(std::move(file)),
         size_(file_->written()) {}
 
@@ -224,13 +266,13 @@ class FileOutput final : public Output {
       written.emplace_back(file_, size_);
     }
     deleted.clear();
-    if (config_.fsync != FsyncPolicy::kBatch) return absl::OkStatus();
-    // Later, once the worker has written its next batch, and outside the lock, so that other
-    // workers write meanwhile and share syncs. A file rotated meanwhile stays open until its
-    // reference here goes.
+    if (syncer_ == nullptr) return absl::OkStatus();  // fsync: never
+    // The syncer flushes while the worker writes its next batch; the finish waits for it. A file
+    // rotated meanwhile stays open until its references here go.
+    for (const auto& [file, end] : written) syncer_->Ask(file);
     outcome->finish = [written = std::move(written)](Outcome*) {
       for (const auto& [file, end] : written) {
-        if (absl::Status s = file->SyncTo(end); !s.ok()) return s;
+        if (absl::Status s = file->AwaitSynced(end); !s.ok()) return s;
       }
       return absl::OkStatus();
     };
@@ -253,7 +295,7 @@ class FileOutput final : public Output {
   std::string Numbered(size_t n) const { return absl::StrCat(path_, ".", n); }
 
   // Renames and opens under the lock; the flushes of the rotated file and of the directory are
-  // the writers' (SyncTo), and the oldest file, removed from the directory here, is appended to
+  // the syncer's, and the oldest file, removed from the directory here, is appended to
   // `deleted` so that its blocks are freed outside the lock.
   absl::Status RotateLocked(std::vector<ScopedFd>* deleted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t last = config_.number_of_files - 1;
@@ -285,6 +327,7 @@ class FileOutput final : public Output {
   const std::string path_;
   const size_t limit_;  // bytes
   const SyncFunction sync_;
+  const std::unique_ptr<Syncer> syncer_;  // null with fsync: never
 
   absl::Mutex mu_;  // keeps each batch's lines together and orders rotations
   std::shared_ptr<OpenFile> file_ ABSL_GUARDED_BY(mu_);

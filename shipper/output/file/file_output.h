@@ -12,9 +12,10 @@
 //
 // Thread safety: Write() from several threads at once; lines of one batch stay together in
 // order. Only writing and renaming hold the output's lock: encoding, flushing and freeing the
-// deleted file's blocks happen outside it. Flushes are group commits: a worker whose bytes a
-// flush started after its write has covered does not flush again, and workers that finish
-// writing while a flush runs share the next one.
+// deleted file's blocks happen outside it. With fsync: batch, a thread of the output's own
+// flushes as soon as a batch is written, while its worker encodes and writes the next one, and
+// Write()'s finish (Outcome::finish) waits for that flush; batches written while a flush runs
+// share the next one (group commit).
 #ifndef SHIPPER_SHIPPER_OUTPUT_FILE_FILE_OUTPUT_H_
 #define SHIPPER_SHIPPER_OUTPUT_FILE_FILE_OUTPUT_H_
 

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -239,18 +241,25 @@ uint64_t EndOfLine(const std::string& path, uint64_t index) {
   return 0;
 }
 
-TEST_F(FileOutputTest, WriteLeavesTheFlushToItsFinishAndFsyncNeverHasNone) {
+TEST_F(FileOutputTest, WriteReturnsBeforeItsFlushWhichItsFinishAwaitsAndFsyncNeverHasNone) {
   RecordingSync recording;
-  absl::StatusOr<std::unique_ptr<Output>> output =
-      NewFileOutput(config_, [&](int fd) { return recording(fd); });
+  absl::Notification flush_started, release_flush;
+  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, [&](int fd) {
+    flush_started.Notify();
+    release_flush.WaitForNotification();
+    return recording(fd);
+  });
   ASSERT_TRUE(output.ok()) << output.status();
   QueuedEvents events(TestEvents(20));
   queue::Batch batch = events.Take(10);
   Outcome outcome;
+  // The flush is stuck, and Write() returns all the same.
   ASSERT_TRUE((*output)->Write(Events(batch), &outcome).ok());
   EXPECT_EQ(Lines(File(0)), 10u);
-  EXPECT_EQ(recording.flushes(), 0) << "Write() waited for its flush";
   ASSERT_TRUE(outcome.finish);
+  flush_started.WaitForNotification();
+  EXPECT_EQ(recording.flushes(), 0);
+  release_flush.Notify();
   Outcome finished;
   EXPECT_TRUE(outcome.finish(&finished).ok());
   EXPECT_EQ(recording.synced(File(0)), std::filesystem::file_size(File(0)));
@@ -265,6 +274,28 @@ TEST_F(FileOutputTest, WriteLeavesTheFlushToItsFinishAndFsyncNeverHasNone) {
   EXPECT_FALSE(outcome.finish);
   EXPECT_EQ(Lines(File(0)), 20u);
   batch.Done();
+}
+
+TEST_F(FileOutputTest, AFailedFlushFailsItsBatchAndALaterFlushServesTheNext) {
+  std::atomic<int> calls{0};
+  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, [&](int fd) {
+    if (calls.fetch_add(1) > 0) return ::fdatasync(fd);
+    errno = EIO;
+    return -1;
+  });
+  ASSERT_TRUE(output.ok()) << output.status();
+  QueuedEvents events(TestEvents(20));
+  queue::Batch first = events.Take(10), second = events.Take(10);
+  Outcome outcome;
+  absl::Status status = WriteAndFinish(**output, Events(first), &outcome);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find("flushing " + File(0)), std::string::npos) << status;
+  EXPECT_NE(status.message().find(std::strerror(EIO)), std::string::npos) << status;
+  outcome.Clear();
+  EXPECT_TRUE(WriteAndFinish(**output, Events(second), &outcome).ok());
+  EXPECT_EQ(calls.load(), 2);
+  first.Done();
+  second.Done();
 }
 
 TEST_F(FileOutputTest, WritersThatFinishDuringAFlushShareTheNextOne) {
