@@ -204,7 +204,10 @@ TEST(DeliveryTest, AWorkerWritesItsNextBatchBeforeItFinishesThePreviousOne) {
   const Step later{absl::OkStatus(), {}, {}, true};
   auto output = std::make_unique<ScriptedOutput>(std::deque<Step>{later, later, later});
   ScriptedOutput* script = output.get();
-  Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), FastOptions());
+  Delivery::Options options = FastOptions();
+  // Run() writes ahead for up to `poll`: long enough that a slow (sanitized) build gets there.
+  options.poll = absl::Seconds(1);
+  Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), options);
   {
     runtime::WorkerPool pool("deliver", 1,
                              [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });

@@ -10,11 +10,11 @@
 //     Elasticsearch item answered 429): Delivery calls Write() again after a backoff with only
 //     the events that failed, so what was written is not written again.
 // An error status means the call failed as a whole (server down, disk full, timeout): nothing it
-// was given counts as written, and all of it is retried. An output that waits after writing (for
-// fdatasync, for a broker's acks) may return that wait as Outcome::finish, so that its worker
-// writes the next batch meanwhile. An output may thus see the same events
+// was given counts as written, and all of it is retried. An output may thus see the same events
 // again (at-least-once). The batch is marked done only when every event is written or recorded
-// as a dead letter, so the persisted index never runs ahead of what an output confirmed.
+// as a dead letter, so the persisted index never runs ahead of what an output confirmed. An
+// output that waits after writing (for fdatasync, for a broker's acks) may return that wait as
+// Outcome::finish, so that its worker writes the next batch meanwhile.
 //
 // Each output lives in a folder of its own (shipper/output/<name>/) with its settings (a struct
 // deriving from OutputSettings, whose member initializers are its defaults), its keys
