@@ -126,6 +126,14 @@ const metrics::OutputMetrics& Metrics(const Delivery::Options& options) {
   return metrics::ShipperMetrics::Get().Output(options.name);
 }
 
+// Runs one worker on `delivery` until every event of `events` is persisted.
+void DeliverAll(Delivery& delivery, QueuedEvents& events) {
+  runtime::WorkerPool pool("deliver", 1,
+                           [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
+  const uint64_t last = events.queue().published_index();
+  EXPECT_EQ(events.queue().WaitPersisted(last - 1, absl::Now() + absl::Seconds(10)), last);
+}
+
 TEST(DeliveryTest, RetriesTransientFailuresUntilTheOutputConfirms) {
   QueuedEvents events(TestEvents(10));
   auto output = std::make_unique<ScriptedOutput>(std::deque<Step>{
@@ -133,11 +141,7 @@ TEST(DeliveryTest, RetriesTransientFailuresUntilTheOutputConfirms) {
   ScriptedOutput* script = output.get();
   const Delivery::Options options = FastOptions();
   Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), options);
-  {
-    runtime::WorkerPool pool("deliver", 1,
-                             [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
-    EXPECT_EQ(events.queue().WaitPersisted(9, absl::Now() + absl::Seconds(10)), 10u);
-  }
+  DeliverAll(delivery, events);
   EXPECT_EQ(script->calls(), 3);
   EXPECT_EQ(Metrics(options).errors.value(), 2u);
   EXPECT_EQ(Metrics(options).retries.value(), 2u);
@@ -154,11 +158,7 @@ TEST(DeliveryTest, RejectedEventsGoToTheDeadLetterFileAndCountAsPersisted) {
   ASSERT_TRUE(dead_letters.ok()) << dead_letters.status();
   const Delivery::Options options = FastOptions();
   Delivery delivery(&events.queue(), std::move(output), *std::move(dead_letters), options);
-  {
-    runtime::WorkerPool pool("deliver", 1,
-                             [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
-    EXPECT_EQ(events.queue().WaitPersisted(9, absl::Now() + absl::Seconds(10)), 10u);
-  }
+  DeliverAll(delivery, events);
   EXPECT_EQ(Metrics(options).dead_lettered.value(), 2u);
   EXPECT_EQ(script->written(), 8u);
   std::ifstream in(path);
@@ -186,11 +186,7 @@ TEST(DeliveryTest, RetriesOnlyTheEventsThatFailedForNow) {
   ScriptedOutput* script = output.get();
   const Delivery::Options options = FastOptions();
   Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(path), options);
-  {
-    runtime::WorkerPool pool("deliver", 1,
-                             [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
-    EXPECT_EQ(events.queue().WaitPersisted(9, absl::Now() + absl::Seconds(10)), 10u);
-  }
+  DeliverAll(delivery, events);
   EXPECT_EQ(script->calls(), 3);
   for (uint64_t index = 1; index <= 10; ++index) {
     EXPECT_EQ(script->times_written(index), index == 7 ? 0 : 1) << "event with index " << index;
@@ -208,11 +204,7 @@ TEST(DeliveryTest, AWorkerWritesItsNextBatchBeforeItFinishesThePreviousOne) {
   // Run() writes ahead for up to `poll`: long enough that a slow (sanitized) build gets there.
   options.poll = absl::Seconds(1);
   Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), options);
-  {
-    runtime::WorkerPool pool("deliver", 1,
-                             [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
-    EXPECT_EQ(events.queue().WaitPersisted(29, absl::Now() + absl::Seconds(10)), 30u);
-  }
+  DeliverAll(delivery, events);
   EXPECT_EQ(script->calls_log(), (std::vector<std::string>{"write 1", "write 11", "finish 1",
                                                            "write 21", "finish 11", "finish 21"}));
   EXPECT_EQ(script->written(), 30u);
@@ -225,11 +217,7 @@ TEST(DeliveryTest, AFinishThatFailsIsRetriedAsAWholeWrite) {
   ScriptedOutput* script = output.get();
   const Delivery::Options options = FastOptions();
   Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), options);
-  {
-    runtime::WorkerPool pool("deliver", 1,
-                             [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
-    EXPECT_EQ(events.queue().WaitPersisted(9, absl::Now() + absl::Seconds(10)), 10u);
-  }
+  DeliverAll(delivery, events);
   // The whole batch again after the failed finish, then only the event that failed for now.
   EXPECT_EQ(script->calls_log(),
             (std::vector<std::string>{"write 1", "finish 1", "write 1", "finish 1", "write 4"}));
