@@ -90,7 +90,9 @@ void CollectOutputs(const Family<OutputMetrics>& outputs, Collection* c) {
     c->Histogram(m.batch_events, labels);
   });
   c->Add("shipper_output_write_duration_seconds",
-         "Time each output Write() of a batch took, failed or not.", Type::kHistogram);
+         "Time each write of a batch took in the output, failed or not: its Write() and "
+         "what the output left to finish it (a flush, a broker's acks).",
+         Type::kHistogram);
   outputs.ForEach([&](const std::string& labels, const OutputMetrics& m) {
     c->Histogram(m.write_seconds, labels);
   });
