@@ -42,8 +42,8 @@ absl::Status SyncDirectory(const std::string& dir) {
   return absl::OkStatus();
 }
 
-// An open file and what of it is durable; closed when the last holder lets go (the output, and
-// the Written ranges of batches still to be confirmed).
+// An open file and what of it is durable; closed when the last holder lets go (the output, the
+// syncer, and the finishes of batches not yet confirmed).
 //
 // An fdatasync makes durable every byte written before it started. The file tracks the bytes
 // written (set under FileOutput::mu_ after each write) and the bytes known durable; Sync() reads
