@@ -1,7 +1,6 @@
 #include "shipper/output/delivery.h"
 
 #include <algorithm>
-#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -36,12 +35,24 @@ void Delivery::Run() {
   if (finishing) End(*finishing);
 }
 
+namespace {
+
+// Calls f, adding the time it took to *busy.
+template <typename F>
+absl::Status Timed(absl::Duration* busy, F f) {
+  const absl::Time start = absl::Now();
+  absl::Status status = f();
+  *busy += absl::Now() - start;
+  return status;
+}
+
+}  // namespace
+
 Delivery::Flight Delivery::Begin(queue::Batch batch) {
   Flight flight{std::move(batch)};
   metrics_.batch_events.Observe(flight.batch.size());
-  const absl::Time start = absl::Now();
-  flight.status = output_->Write(Events(flight.batch), &flight.outcome);
-  flight.busy = absl::Now() - start;
+  flight.status =
+      Timed(&flight.busy, [&] { return output_->Write(Events(flight.batch), &flight.outcome); });
   return flight;
 }
 
@@ -50,7 +61,7 @@ void Delivery::End(Flight& flight) {
   Outcome& outcome = flight.outcome;
   absl::Status status = std::move(flight.status);
   absl::Duration busy = flight.busy;
-  if (outcome.finish) status = Finish(&outcome, &busy);
+  if (outcome.finish) status = Timed(&busy, [&] { return outcome.Finish(); });
   std::optional<Backoff> backoff;  // only failing batches pay for its random generator
   // The batch positions of the last attempt; empty: all of them (the first attempt).
   std::vector<uint32_t> pending, still_pending;
@@ -97,18 +108,8 @@ void Delivery::End(Flight& flight) {
 
 absl::Status Delivery::Attempt(const Events& events, Outcome* outcome, absl::Duration* busy) {
   outcome->Clear();
-  const absl::Time start = absl::Now();
-  absl::Status status = output_->Write(events, outcome);
-  *busy += absl::Now() - start;
-  return outcome->finish ? Finish(outcome, busy) : status;
-}
-
-absl::Status Delivery::Finish(Outcome* outcome, absl::Duration* busy) {
-  const std::function<absl::Status(Outcome*)> finish = std::move(outcome->finish);
-  outcome->Clear();
-  const absl::Time start = absl::Now();
-  absl::Status status = finish(outcome);
-  *busy += absl::Now() - start;
+  absl::Status status = Timed(busy, [&] { return output_->Write(events, outcome); });
+  if (outcome->finish) status = Timed(busy, [&] { return outcome->Finish(); });
   return status;
 }
 

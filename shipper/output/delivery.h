@@ -72,8 +72,6 @@ class Delivery {
   void End(Flight& flight);
   // Calls the output for `events`, timed into *busy: Write() and, if it left it, finish.
   absl::Status Attempt(const Events& events, Outcome* outcome, absl::Duration* busy);
-  // Calls outcome->finish, timed into *busy.
-  static absl::Status Finish(Outcome* outcome, absl::Duration* busy);
 
   // Constant after construction.
   queue::Queue* const queue_;

@@ -99,6 +99,12 @@ struct Outcome {
     failure.clear();
     finish = nullptr;
   }
+  // Calls `finish` on this outcome, cleared for it to fill. REQUIRES: `finish` is set.
+  absl::Status Finish() {
+    const std::function<absl::Status(Outcome*)> end = std::move(finish);
+    Clear();
+    return end(this);
+  }
 };
 
 class Output {
