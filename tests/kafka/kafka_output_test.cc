@@ -85,9 +85,10 @@ int CheckNothingLost(const std::map<int64_t, int>& copies, uint64_t events) {
 }
 
 // Ships events [0, count) through a shipper (the usual arguments plus `extra`, each a -E) into
-// a new mock cluster's topic "events", waits until they are all persisted, and reads the topic.
+// a new mock cluster's topic "events", in `rounds` equal parts each published once the one
+// before is persisted, waits until they are all persisted, and reads the topic.
 void ShipAll(const std::vector<std::string>& extra, uint64_t count,
-             std::vector<KafkaMessage>* messages) {
+             std::vector<KafkaMessage>* messages, uint64_t rounds = 1) {
   auto cluster = StartCluster("events");
   ASSERT_NE(cluster, nullptr);
   std::vector<std::string> args = ShipperArgs(*cluster, "events");
@@ -95,10 +96,13 @@ void ShipAll(const std::vector<std::string>& extra, uint64_t count,
   auto shipper = ShipperProcess::Start(args);
   ASSERT_TRUE(shipper.ok()) << shipper.status();
   ProducerClient client(shipper->address());
-  ASSERT_EQ(client.Publish(0, count, 100, absl::Now() + absl::Seconds(60)), count);
-  ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(60)),
-            client.last_index())
-      << shipper->Log();
+  const uint64_t part = count / rounds;
+  for (uint64_t first = 0; first < count; first += part) {
+    ASSERT_EQ(client.Publish(first, part, 100, absl::Now() + absl::Seconds(60)), part);
+    ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(60)),
+              client.last_index())
+        << shipper->Log();
+  }
   auto read = cluster->Consume("events", kPartitions, absl::Seconds(60));
   ASSERT_TRUE(read.ok()) << read.status();
   *messages = *std::move(read);
@@ -442,33 +446,21 @@ TEST(KafkaOutputTest, BrokerStateRoundTripAndBytesSentComeFromLibrdkafkaStatisti
 
 // With a key: librdkafka 2.0.2 calls no partitioner for keyless messages (sticky partitioning).
 TEST(KafkaOutputTest, RoundRobinIgnoresTheKeyAndUsesEveryPartitionInTurn) {
-  constexpr uint64_t kHalf = 300;
-  auto cluster = StartCluster("events");
-  ASSERT_NE(cluster, nullptr);
-  std::vector<std::string> args = ShipperArgs(*cluster, "events");
-  args.insert(args.end(), {"-E", "shipper.output.kafka.partition=round_robin", "-E",
-                           "shipper.output.kafka.key=same"});
-  auto shipper = ShipperProcess::Start(args);
-  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  constexpr uint64_t kEvents = 600;
   // Round robin skips a partition whose leader the producer has not taken up yet, which the
   // first events, produced while it starts (several batches at once), may find. The second half
   // is published once the first is confirmed, when the producer serves every partition.
-  ProducerClient client(shipper->address());
-  for (uint64_t first : {uint64_t{0}, kHalf}) {
-    ASSERT_EQ(client.Publish(first, kHalf, 100, absl::Now() + absl::Seconds(60)), kHalf);
-    ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(60)),
-              client.last_index())
-        << shipper->Log();
-  }
-  auto read = cluster->Consume("events", kPartitions, absl::Seconds(60));
-  ASSERT_TRUE(read.ok()) << read.status();
+  std::vector<KafkaMessage> messages;
+  ASSERT_NO_FATAL_FAILURE(
+      ShipAll({"shipper.output.kafka.partition=round_robin", "shipper.output.kafka.key=same"},
+              kEvents, &messages, /*rounds=*/2));
   std::map<int32_t, int> per_partition;  // of the second half
-  for (const KafkaMessage& m : *read) {
-    if (TestSeq(m.value) >= static_cast<int64_t>(kHalf)) ++per_partition[m.partition];
+  for (const KafkaMessage& m : messages) {
+    if (TestSeq(m.value) >= static_cast<int64_t>(kEvents / 2)) ++per_partition[m.partition];
   }
   // One key, yet every partition: the key is ignored.
   EXPECT_EQ(per_partition.size(), static_cast<size_t>(kPartitions)) << "every partition used";
-  EXPECT_EQ(CheckNothingLost(Copies(*read), 2 * kHalf), 0);
+  EXPECT_EQ(CheckNothingLost(Copies(messages), kEvents), 0);
 }
 
 }  // namespace
