@@ -135,7 +135,7 @@ def main():
     parser.add_argument("--shipper_load", default=os.environ.get(
         "SHIPPER_LOAD_BIN", "bazel-bin/tests/load/shipper_load"))
     parser.add_argument("--health_probe", default=os.environ.get(
-        "HEALTH_PROBE_BIN", "bazel-bin/shipper/health_probe"))
+        "HEALTH_PROBE_BIN", "bazel-bin/shipper/server/health_probe"))
     parser.add_argument("--load_args", default="--channels=2 --inflight=4 --batch=500",
                         help="more shipper_load flags (the agent's behaviour)")
     parser.add_argument("--shipper_args", default="",
@@ -143,7 +143,7 @@ def main():
     args = parser.parse_args()
     for binary in (args.shipper, args.shipper_load, args.health_probe):
         if not os.access(binary, os.X_OK):
-            sys.exit(f"local-pod: no executable {binary}: bazel build //shipper //shipper:health_probe "
+            sys.exit(f"local-pod: no executable {binary}: bazel build //shipper //shipper/server:health_probe "
                      "//tests/load:shipper_load, or pass --shipper/--shipper_load/--health_probe")
 
     workload, limit, config_text = read_pod(args.manifest, args.container)

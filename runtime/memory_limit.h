@@ -3,7 +3,7 @@
 //
 // The kernel OOM-kills the process when its cgroup's memory (RSS plus page cache it cannot
 // reclaim) reaches the limit, so every budget Shipper keeps in memory is sized from this
-// (shipper/config.h: Config::Memory) or checked against it.
+// (shipper/config/config.h: Config::memory_limit) or checked against it.
 //
 // Detection never fails: missing files and permission errors are treated as "no limit" and the
 // reason is recorded in MemoryLimit::reason for the caller to log; a file that holds garbage is

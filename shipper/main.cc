@@ -22,7 +22,7 @@
 #include "runtime/cpu_quota.h"
 #include "runtime/memory_limit.h"
 #include "runtime/signals.h"
-#include "shipper/config.h"
+#include "shipper/config/config.h"
 #include "shipper/shipper.h"
 #include "shipper/version.h"
 

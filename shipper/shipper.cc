@@ -17,13 +17,13 @@
 #include "runtime/executor_sizing.h"
 #include "runtime/memory_budget.h"
 #include "runtime/worker_pool.h"
-#include "shipper/health_server.h"
-#include "shipper/listener.h"
+#include "shipper/input/producer/producer_service.h"
 #include "shipper/metrics/exporter.h"
 #include "shipper/metrics/grpc_metrics.h"
 #include "shipper/metrics/shipper_metrics.h"
 #include "shipper/output/delivery.h"
-#include "shipper/producer_service.h"
+#include "shipper/server/health_server.h"
+#include "shipper/server/listener.h"
 
 namespace shipper {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "shipper/config.h"
+#include "shipper/config/config.h"
 
 namespace shipper {
 

@@ -2,6 +2,7 @@
 
 #include "glog/logging.h"
 #include "shipper/metrics/shipper_metrics.h"
+#include "shipper/output/registry.h"
 
 namespace shipper::metrics {
 
@@ -24,6 +25,9 @@ absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(
   sources.cpu = cpu;
   sources.output_workers = [output_workers] { return output_workers->live_threads(); };
   sources.grpc_workers = [grpc_workers] { return grpc_workers->live_threads(); };
+  for (const OutputType& type : Outputs()) {
+    if (type.name == config.output) sources.output_metrics = type.collect;
+  }
   auto collect = [sources] { return Collect(sources); };
 
   std::unique_ptr<Exporter> exporter(new Exporter());

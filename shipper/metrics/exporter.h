@@ -16,7 +16,7 @@
 #include "runtime/cpu_monitor.h"
 #include "runtime/memory_budget.h"
 #include "runtime/worker_pool.h"
-#include "shipper/config.h"
+#include "shipper/config/config.h"
 #include "shipper/metrics/http_server.h"
 #include "shipper/metrics/summary.h"
 

@@ -113,6 +113,36 @@ struct MetricFamily {
   std::vector<HistogramSample> histograms;  // histograms
 };
 
+// Builds a collection of families for Collect(): each Add starts a family; Sample and Histogram
+// add to the last one. A plain value; one thread at a time.
+class Collection {
+ public:
+  Collection& Add(absl::string_view name, absl::string_view help, MetricFamily::Type type) {
+    families_.emplace_back();
+    families_.back().name = std::string(name);
+    families_.back().help = std::string(help);
+    families_.back().type = type;
+    return *this;
+  }
+  // Leaves the last family out of the periodic log line.
+  Collection& Unsummarized() {
+    families_.back().summarized = false;
+    return *this;
+  }
+  Collection& Sample(double value, std::string labels = "") {
+    families_.back().samples.push_back({std::move(labels), value});
+    return *this;
+  }
+  Collection& Histogram(const metrics::Histogram& histogram, std::string labels = "") {
+    families_.back().histograms.push_back({std::move(labels), histogram.Read()});
+    return *this;
+  }
+  std::vector<MetricFamily> Take() { return std::move(families_); }
+
+ private:
+  std::vector<MetricFamily> families_;
+};
+
 // The Prometheus text exposition format, version 0.0.4: HELP and TYPE lines, then the samples.
 // Families without samples are left out.
 std::string ToText(const std::vector<MetricFamily>& families);

@@ -5,7 +5,6 @@
 
 #include "absl/time/clock.h"
 #include "glog/logging.h"
-#include "shipper/metrics/kafka_metrics.h"
 #include "shipper/metrics/proc_stats.h"
 #include "shipper/version.h"
 
@@ -37,51 +36,22 @@ enum RejectReason { kQueueFull, kUuidMismatch, kShuttingDown, kInvalid, kOther, 
 constexpr const char* kReasonLabels[kReasons] = {"queue_full", "uuid_mismatch", "shutting_down",
                                                  "invalid", "other"};
 
-RejectReason ReasonFor(grpc::StatusCode code) {
+RejectReason ReasonFor(absl::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK:
+    case absl::StatusCode::kOk:
       return kQueueFull;  // the client resends the rest
-    case grpc::StatusCode::FAILED_PRECONDITION:
+    case absl::StatusCode::kFailedPrecondition:
       return kUuidMismatch;  // the client rewinds to its persisted index
-    case grpc::StatusCode::UNAVAILABLE:
+    case absl::StatusCode::kUnavailable:
       return kShuttingDown;
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-    case grpc::StatusCode::OUT_OF_RANGE:
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kOutOfRange:
       return kInvalid;
     default:
       return kOther;
   }
 }
-
-// Builds the collection: each Add* starts a family; Sample and Histogram add to the last one.
-class Collection {
- public:
-  Collection& Add(absl::string_view name, absl::string_view help, Type type) {
-    families_.emplace_back();
-    families_.back().name = std::string(name);
-    families_.back().help = std::string(help);
-    families_.back().type = type;
-    return *this;
-  }
-  // Leaves the last family out of the periodic log line.
-  Collection& Unsummarized() {
-    families_.back().summarized = false;
-    return *this;
-  }
-  Collection& Sample(double value, std::string labels = "") {
-    families_.back().samples.push_back({std::move(labels), value});
-    return *this;
-  }
-  Collection& Histogram(const metrics::Histogram& histogram, std::string labels = "") {
-    families_.back().histograms.push_back({std::move(labels), histogram.Read()});
-    return *this;
-  }
-  std::vector<MetricFamily> Take() { return std::move(families_); }
-
- private:
-  std::vector<MetricFamily> families_;
-};
 
 void CollectOutputs(const Family<OutputMetrics>& outputs, Collection* c) {
   c->Add("shipper_output_batch_events", "Events in each batch an output worker took.",
@@ -112,46 +82,6 @@ void CollectOutputs(const Family<OutputMetrics>& outputs, Collection* c) {
   outputs.ForEach([&](const std::string& labels, const OutputMetrics& m) {
     c->Sample(m.dead_lettered.value(), labels);
   });
-}
-
-void CollectKafka(const KafkaMetrics& kafka, Collection* c) {
-  if (const int64_t waiting = kafka.waiting.load(); waiting >= 0) {
-    c->Add("shipper_kafka_messages_waiting",
-           "Messages librdkafka holds for the Kafka output, queued or in flight.", Type::kGauge)
-        .Sample(static_cast<double>(waiting));
-  }
-  c->Add("shipper_kafka_delivery_errors_total",
-         "Kafka messages that failed (each is retried or dead-lettered), by librdkafka error code.",
-         Type::kCounter);
-  kafka.delivery_errors.ForEach([&](const std::string& labels, const Counter& counter) {
-    c->Sample(counter.value(), labels);
-  });
-  const std::map<std::string, KafkaMetrics::Broker> brokers = kafka.brokers();
-  if (brokers.empty()) return;  // no Kafka output, or no statistics yet
-  c->Add("shipper_kafka_broker_up",
-         "1 while librdkafka's connection to the broker is UP, else 0; state: librdkafka's.",
-         Type::kGauge);
-  for (const auto& [name, broker] : brokers) {
-    c->Sample(broker.state == "UP" ? 1 : 0,
-              FormatLabels({{"broker", name}, {"state", broker.state}}));
-  }
-  c->Add("shipper_kafka_broker_rtt_seconds",
-         "Mean request round trip to the broker over librdkafka's last statistics window.",
-         Type::kGauge);
-  for (const auto& [name, broker] : brokers) {
-    if (broker.rtt) {
-      c->Sample(absl::ToDoubleSeconds(*broker.rtt), FormatLabels({{"broker", name}}));
-    }
-  }
-  // Unsummarized: librdkafka's metadata requests make it grow while Shipper is idle.
-  c->Add("shipper_kafka_sent_bytes_total",
-         "Bytes of the requests sent to the Kafka brokers, as on the wire (compressed).",
-         Type::kCounter)
-      .Unsummarized()
-      .Sample(kafka.sent_bytes.value());
-  c->Add("shipper_kafka_sent_message_bytes_total",
-         "Bytes of the Kafka messages sent (value and key), before compression.", Type::kCounter)
-      .Sample(kafka.sent_message_bytes.value());
 }
 
 void CollectMemory(const Sources& sources, Collection* c) {
@@ -286,7 +216,7 @@ ShipperMetrics& ShipperMetrics::Get() {
 }
 
 void ShipperMetrics::Published(size_t events, size_t accepted, uint64_t last_index,
-                               grpc::StatusCode code, absl::Time start) {
+                               absl::StatusCode code, absl::Time start) {
   static_assert(std::tuple_size_v<decltype(events_rejected_)> == kReasons);
   events_received_.Add(events);
   events_accepted_.Add(accepted);
@@ -351,7 +281,7 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
   m.output_items_.ForEach([&](const std::string& labels, const Counter& counter) {
     c.Sample(counter.value(), labels);
   });
-  CollectKafka(KafkaMetrics::Get(), &c);
+  if (sources.output_metrics) sources.output_metrics(&c);
 
   c.Add("shipper_connections_refused_total",
         "Connections beyond shipper.server.max_connections, whose calls were all refused.",

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "grpcpp/support/status.h"
 #include "queue/disk_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
@@ -42,6 +42,8 @@ struct Sources {
   const runtime::CpuMonitor* cpu = nullptr;
   std::function<int()> output_workers;  // live threads of the output pool
   std::function<int()> grpc_workers;    // live threads of the pool serving PublishEvents
+  // The active output's own metrics (OutputType::collect), beside the per-output families.
+  std::function<void(Collection*)> output_metrics;
   std::string proc_root = "/proc";
 };
 
@@ -69,7 +71,7 @@ class ShipperMetrics {
   // FAILED_PRECONDITION: uuid_mismatch, UNAVAILABLE: shutting_down, INVALID_ARGUMENT,
   // RESOURCE_EXHAUSTED and OUT_OF_RANGE: invalid, anything else: other. `start` is when the call
   // began, for the publish → persisted latency.
-  void Published(size_t events, size_t accepted, uint64_t last_index, grpc::StatusCode code,
+  void Published(size_t events, size_t accepted, uint64_t last_index, absl::StatusCode code,
                  absl::Time start);
   // The persisted index advanced to `index`.
   void Persisted(uint64_t index) { persist_latency_.Persisted(index); }

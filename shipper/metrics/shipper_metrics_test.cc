@@ -50,7 +50,7 @@ class ShipperMetricsTest : public ::testing::Test {
     for (size_t i = 0; i < n; ++i) events.emplace_back(&events, 10, nullptr);
     const absl::Time start = absl::Now();
     queue::PublishResult result = producer_->TryPublish(absl::MakeSpan(events));
-    ShipperMetrics::Get().Published(n, result.accepted, result.last_index, grpc::StatusCode::OK,
+    ShipperMetrics::Get().Published(n, result.accepted, result.last_index, absl::StatusCode::kOk,
                                     start);
     return result;
   }
@@ -63,8 +63,8 @@ class ShipperMetricsTest : public ::testing::Test {
 TEST_F(ShipperMetricsTest, CountsWhatWasPublishedAcceptedRejectedAndPersisted) {
   const std::vector<MetricFamily> before = Collect(sources_);
   ShipperMetrics& m = ShipperMetrics::Get();
-  m.Published(7, 0, 0, grpc::StatusCode::FAILED_PRECONDITION, absl::Now());
-  m.Published(2, 0, 0, grpc::StatusCode::INVALID_ARGUMENT, absl::Now());
+  m.Published(7, 0, 0, absl::StatusCode::kFailedPrecondition, absl::Now());
+  m.Published(2, 0, 0, absl::StatusCode::kInvalidArgument, absl::Now());
   EXPECT_EQ(Publish(60).accepted, 60u);
   EXPECT_EQ(Publish(50).accepted, 40u);  // the queue holds 100: 10 refused as queue_full
   queue::Batch batch = queue_->Get(64);

@@ -10,9 +10,9 @@
 #include "glog/logging.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+#include "shipper/config/preflight.h"
 #include "shipper/event/event_json.h"
 #include "shipper/output/file_util.h"
-#include "shipper/preflight.h"
 
 namespace shipper {
 

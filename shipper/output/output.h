@@ -40,9 +40,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "queue/queue.h"
+#include "shipper/config/key.h"
+#include "shipper/config/problems.h"
 #include "shipper/event/wire_event.h"
-#include "shipper/key.h"
-#include "shipper/problems.h"
+#include "shipper/metrics/metric.h"
 
 namespace shipper {
 
@@ -149,12 +150,20 @@ struct OutputType {
   std::string help;  // what it does: the help of shipper.output.<name>.enabled
   std::function<std::unique_ptr<OutputSettings>()> defaults;
   std::vector<Key<OutputSettings>> keys;  // every shipper.output.<name>.* but `enabled`
+  // Adds the output's own metrics to a scrape while it is the active output, beside the
+  // per-output families every output has (shipper/metrics/shipper_metrics.h); null: none.
+  std::function<void(metrics::Collection*)> collect;
 };
 
 // The OutputType of settings S (default-constructible, deriving from OutputSettings).
 template <typename S>
-OutputType MakeOutputType(std::string name, std::string help, std::vector<Key<S>> keys) {
-  OutputType type{std::move(name), std::move(help), [] { return std::make_unique<S>(); }, {}};
+OutputType MakeOutputType(std::string name, std::string help, std::vector<Key<S>> keys,
+                          std::function<void(metrics::Collection*)> collect = nullptr) {
+  OutputType type{std::move(name),
+                  std::move(help),
+                  [] { return std::make_unique<S>(); },
+                  {},
+                  std::move(collect)};
   for (const Key<S>& key : keys) {
     type.keys.push_back(key.template Within<OutputSettings>(
         [](OutputSettings& settings) -> S& { return static_cast<S&>(settings); }));

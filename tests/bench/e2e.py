@@ -3,8 +3,8 @@
 
 For each event shape, shipper_load sends the same number of events to
   (a) null_server              -- decodes as Shipper does (the scan of the wire bytes,
-                                  shipper/request_validation.h) and replies at once, persisted at
-                                  once: the limit,
+                                  shipper/input/producer/request_validation.h) and replies at
+                                  once, persisted at once: the limit,
   (b) Shipper, discard output  -- the whole pipeline, output counts and drops (discard-disk:
                                   the same through the disk queue),
   (c) Shipper, file output     -- the whole pipeline, output writes files (file-nosync: with

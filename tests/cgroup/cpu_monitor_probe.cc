@@ -21,7 +21,7 @@
 #include "runtime/cpu_quota.h"
 #include "runtime/signals.h"
 #include "runtime/worker_pool.h"
-#include "shipper/config.h"
+#include "shipper/config/config.h"
 
 int main(int argc, char** argv) {
   shipper::runtime::BlockTerminationSignals();

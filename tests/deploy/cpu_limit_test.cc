@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "runtime/cgroup_fixture.h"
 #include "runtime/cpu_quota.h"
-#include "shipper/config.h"
+#include "shipper/config/config.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shipper {

@@ -23,7 +23,7 @@ namespace {
 using ::shipper::testing::RunShipper;
 using ::shipper::testing::ShipperProcess;
 
-constexpr char kProbe[] = "shipper/health_probe";
+constexpr char kProbe[] = "shipper/server/health_probe";
 
 // The health listener's address, from the shipper's log.
 std::string HealthAddress(const ShipperProcess& shipper) {

@@ -334,7 +334,7 @@ class Dockerfile(unittest.TestCase):
             health = flatten(yaml.safe_load(f))["shipper.server.health.address"]
         self.assertIn(f'"--address=127.0.0.1:{port_of(health)}"', check)
         self.assertIn(str(port_of(health)), self.instructions(1, "EXPOSE")[0].split())
-        self.assertIn("shipper/health_probe", " ".join(self.instructions(0, "RUN")))
+        self.assertIn("shipper/server/health_probe", " ".join(self.instructions(0, "RUN")))
 
     def test_entrypoint_uses_the_default_config(self):
         self.assertEqual(self.instructions(1, "ENTRYPOINT"), ['["/usr/local/bin/shipper"]'])

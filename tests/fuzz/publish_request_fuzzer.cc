@@ -16,7 +16,7 @@
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
 #include "shipper/event/event_json.h"
-#include "shipper/request_validation.h"
+#include "shipper/input/producer/request_validation.h"
 
 namespace {
 

@@ -3,7 +3,8 @@
 //   BM_ParseHeap      full protobuf parse, heap allocated (a default gRPC service)
 //   BM_ParseArena     full protobuf parse into an arena (null_server)
 //   BM_Envelope       uuid + events counted, event bytes skipped (null_server --decode=envelope)
-//   BM_Scan           Shipper's ScanPublishRequest (shipper/request_validation.h): every event
+//   BM_Scan           Shipper's ScanPublishRequest (shipper/input/producer/request_validation.h):
+//   every event
 //                     checked against the schema, UTF-8 and nesting without building messages
 //
 //   bazel run -c opt //tests/load:decode_benchmark -- --benchmark_counters_tabular=true
@@ -15,7 +16,7 @@
 #include "google/protobuf/stubs/common.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "proto/messages.pb.h"
-#include "shipper/request_validation.h"
+#include "shipper/input/producer/request_validation.h"
 #include "tests/load/event_shapes.h"
 
 namespace shipper::load {
@@ -53,7 +54,7 @@ void BM_ParseHeap(benchmark::State& state) {
 
 void BM_ParseArena(benchmark::State& state) {
   const std::string wire = Request(ShapeOf(state), kBatch);
-  // Shipper's arena growth (shipper/producer_service.cc).
+  // Shipper's arena growth (shipper/input/producer/producer_service.cc).
   google::protobuf::ArenaOptions options;
   options.start_block_size = 4096;
   options.max_block_size = 256 << 10;

@@ -27,7 +27,7 @@
 #include "grpcpp/support/message_allocator.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "proto/producer.grpc.pb.h"
-#include "shipper/received_request.h"
+#include "shipper/input/producer/received_request.h"
 
 namespace shipper::load {
 namespace {
@@ -296,9 +296,9 @@ class AsyncDecodingService final
   std::vector<std::thread> threads_;
 };
 
-// Decoding from the raw bytes. kScan: what Shipper does (shipper/received_request.h).
-// kEnvelope: reads the uuid and counts the events fields, skipping their bytes: the transport
-// limit without decoding.
+// Decoding from the raw bytes. kScan: what Shipper does
+// (shipper/input/producer/received_request.h). kEnvelope: reads the uuid and counts the events
+// fields, skipping their bytes: the transport limit without decoding.
 class RawService final
     : public ServiceOn<v1::Producer::WithRawCallbackMethod_PublishEvents<
           v1::Producer::WithCallbackMethod_PersistedIndex<v1::Producer::Service>>> {

@@ -24,12 +24,12 @@
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+#include "shipper/config/pem.h"
+#include "shipper/config/preflight.h"
 #include "shipper/event/field_format.h"
 #include "shipper/metrics/shipper_metrics.h"
 #include "shipper/output/backoff.h"
 #include "shipper/output/batch_json.h"
-#include "shipper/pem.h"
-#include "shipper/preflight.h"
 
 namespace shipper {
 namespace {

@@ -20,9 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "glog/logging.h"
+#include "shipper/config/preflight.h"
 #include "shipper/output/batch_json.h"
 #include "shipper/output/file_util.h"
-#include "shipper/preflight.h"
 
 namespace shipper {
 namespace {

@@ -21,11 +21,11 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "librdkafka/rdkafka.h"
+#include "shipper/config/preflight.h"
 #include "shipper/event/field_format.h"
-#include "shipper/metrics/kafka_metrics.h"
 #include "shipper/output/batch_json.h"
+#include "shipper/output/kafka/kafka_metrics.h"
 #include "shipper/output/kafka/kafka_statistics.h"
-#include "shipper/preflight.h"
 
 namespace shipper {
 namespace {
@@ -491,7 +491,7 @@ class KafkaOutput final : public Output {
   }
 
   static void CountError(rd_kafka_resp_err_t err) {
-    metrics::KafkaMetrics::Get()
+    KafkaMetrics::Get()
         .delivery_errors.Get(metrics::FormatLabels({{"code", rd_kafka_err2name(err)}}))
         .Add();
   }
@@ -541,8 +541,8 @@ class KafkaOutput final : public Output {
     };
     metrics_.sent_bytes.Add(grown(stats.tx_bytes, &recorded_.tx_bytes));
     metrics_.sent_message_bytes.Add(grown(stats.txmsg_bytes, &recorded_.txmsg_bytes));
-    const std::map<std::string, metrics::KafkaMetrics::Broker> before = metrics_.brokers();
-    std::map<std::string, metrics::KafkaMetrics::Broker> brokers;
+    const std::map<std::string, KafkaMetrics::Broker> before = metrics_.brokers();
+    std::map<std::string, KafkaMetrics::Broker> brokers;
     for (const KafkaStatistics::Broker& b : stats.brokers) {
       std::optional<absl::Duration> rtt = b.rtt;
       if (!rtt) {
@@ -589,7 +589,7 @@ class KafkaOutput final : public Output {
   std::atomic<bool> stop_{false};
   std::atomic<bool> cancelled_{false};
   std::atomic<uint64_t> next_partition_{0};  // of round_robin
-  metrics::KafkaMetrics& metrics_ = metrics::KafkaMetrics::Get();
+  KafkaMetrics& metrics_ = KafkaMetrics::Get();
 };
 
 }  // namespace
@@ -777,7 +777,8 @@ OutputType KafkaOutputType() {
           K::StringList(kExtraKey,
                         "more librdkafka properties as name=value (those above are Shipper's)",
                         &S::librdkafka),
-      });
+      },
+      CollectKafkaMetrics);
 }
 
 }  // namespace shipper

@@ -1,0 +1,34 @@
+// A PublishRequest as it arrived: its bytes in one buffer of their own (a ByteBuffer's slices
+// end anywhere, also inside an event) and the events the scan found in them
+// (request_validation.h). The events point into the buffer, which lives as long as this object.
+//
+// Thread safety: one thread at a time; const methods from any thread once Take() returned.
+#ifndef SHIPPER_SHIPPER_INPUT_PRODUCER_RECEIVED_REQUEST_H_
+#define SHIPPER_SHIPPER_INPUT_PRODUCER_RECEIVED_REQUEST_H_
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "shipper/input/producer/request_validation.h"
+
+namespace shipper {
+
+class ReceivedRequest {
+ public:
+  // Copies the bytes of `received` and scans them; the status of the scan, or
+  // RESOURCE_EXHAUSTED naming shipper.server.max_message_size when they are more than
+  // limits.max_message_size. Call once.
+  absl::Status Take(const grpc::ByteBuffer& received, const RequestLimits& limits);
+
+  // REQUIRES: Take() returned OK.
+  const ScannedRequest& scanned() const { return scanned_; }
+
+ private:
+  std::unique_ptr<char[]> bytes_;
+  ScannedRequest scanned_;
+};
+
+}  // namespace shipper
+
+#endif  // SHIPPER_SHIPPER_INPUT_PRODUCER_RECEIVED_REQUEST_H_

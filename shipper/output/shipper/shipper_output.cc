@@ -1,0 +1,278 @@
+#include "shipper/output/shipper/shipper_output.h"
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+#include "google/protobuf/arena.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/producer.grpc.pb.h"
+#include "shipper/config/pem.h"
+#include "shipper/config/preflight.h"
+
+namespace shipper {
+namespace {
+
+namespace pb = elastic::agent::shipper::v1::messages;
+using elastic::agent::shipper::v1::Producer;
+
+// How often the next Shipper may report its persisted index: bounds the latency it adds.
+constexpr absl::Duration kPollingInterval = absl::Milliseconds(10);
+// Requests stay well below gRPC's default 4 MiB receive limit (by the events' decoded size).
+constexpr size_t kMaxRequestBytes = 1 << 20;
+// Pause before the PersistedIndex stream is reopened after it ended or failed.
+constexpr absl::Duration kResubscribeDelay = absl::Milliseconds(100);
+
+class ShipperOutput final : public Output {
+ public:
+  ShipperOutput(const ShipperOutputSettings& config, std::shared_ptr<grpc::Channel> channel)
+      : config_(config), stub_(Producer::NewStub(channel)) {
+    follower_ = std::thread([this] { FollowPersistedIndex(); });
+  }
+
+  ~ShipperOutput() override {
+    Cancel();
+    follower_.join();
+  }
+
+  absl::Status Write(const Events& events, Outcome*) override {
+    uint64_t generation;  // the follower's, before anything of the batch was sent
+    std::string uuid;     // of the instance that took the batch's first events
+    {
+      absl::MutexLock lock(&mu_);
+      generation = generation_;
+      uuid = known_uuid_;
+    }
+    bool first = true;
+    // Publishes until every event is accepted by one and the same Shipper instance.
+    uint64_t last_index = 0;
+    for (size_t next = 0; next < events.size();) {
+      google::protobuf::Arena arena;
+      auto* request = google::protobuf::Arena::CreateMessage<pb::PublishRequest>(&arena);
+      request->set_uuid(uuid);
+      size_t bytes = 0;
+      for (size_t i = next; i < events.size() && (i == next || bytes < kMaxRequestBytes); ++i) {
+        // The event's bytes as they are: an unknown field numbered like `events` is written
+        // out exactly as an Event entry, with no decoding and encoding on the way.
+        request->GetReflection()->MutableUnknownFields(request)->AddLengthDelimited(
+            2, std::string(events.bytes(i)));
+        bytes += events.bytes(i).size();
+      }
+      pb::PublishReply reply;
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(absl::Now() + config_.timeout));
+      if (!Register(&context)) return absl::CancelledError("shutting down");
+      grpc::Status status = stub_->PublishEvents(&context, *request, &reply);
+      Unregister(&context);
+      if (!status.ok()) {
+        if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+          absl::MutexLock lock(&mu_);
+          known_uuid_.clear();  // it restarted: the next attempt is a first contact
+        }
+        return absl::UnavailableError(
+            absl::StrCat("forwarding to ", config_.server, ": ", status.error_message()));
+      }
+      if (!first && reply.uuid() != uuid) {
+        return absl::UnavailableError(
+            absl::StrCat("the Shipper at ", config_.server, " restarted (uuid ", uuid, " became ",
+                         reply.uuid(), ") while taking this batch: resending it"));
+      }
+      first = false;
+      uuid = reply.uuid();
+      {
+        absl::MutexLock lock(&mu_);
+        known_uuid_ = uuid;
+      }
+      if (reply.accepted_count() > 0) last_index = reply.accepted_index();
+      next += reply.accepted_count();
+    }
+
+    absl::MutexLock lock(&mu_);
+    while (!(follower_uuid_ == uuid && persisted_ >= last_index)) {
+      // The follower saw another instance after this batch started, and that was not the one
+      // that took it: the one that did is gone with the batch.
+      if (generation_ > generation && follower_uuid_ != uuid) {
+        return absl::UnavailableError(
+            absl::StrCat("the Shipper at ", config_.server, " restarted (uuid ", uuid, " became ",
+                         follower_uuid_, ") before persisting this batch: resending it"));
+      }
+      if (cancelled_) return absl::CancelledError("shutting down");
+      changed_.Wait(&mu_);
+    }
+    return absl::OkStatus();
+  }
+
+  void Cancel() override {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+    for (grpc::ClientContext* context : calls_) context->TryCancel();
+    changed_.SignalAll();
+  }
+
+ private:
+  // Notes a call Cancel() must end; false once cancelled.
+  bool Register(grpc::ClientContext* context) {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) return false;
+    calls_.insert(context);
+    return true;
+  }
+  void Unregister(grpc::ClientContext* context) {
+    absl::MutexLock lock(&mu_);
+    calls_.erase(context);
+  }
+
+  // The follower thread: keeps follower_uuid_ and persisted_ up to date.
+  void FollowPersistedIndex() {
+    while (true) {
+      grpc::ClientContext context;
+      if (!Register(&context)) return;
+      pb::PersistedIndexRequest request;
+      request.mutable_polling_interval()->set_nanos(
+          static_cast<int32_t>(absl::ToInt64Nanoseconds(kPollingInterval)));
+      std::unique_ptr<grpc::ClientReader<pb::PersistedIndexReply>> reader =
+          stub_->PersistedIndex(&context, request);
+      pb::PersistedIndexReply reply;
+      while (reader->Read(&reply)) {
+        absl::MutexLock lock(&mu_);
+        if (reply.uuid() != follower_uuid_) {
+          if (!follower_uuid_.empty()) {
+            LOG(WARNING) << "the Shipper at " << config_.server << " restarted: uuid "
+                         << follower_uuid_ << " became " << reply.uuid();
+          }
+          follower_uuid_ = reply.uuid();
+          ++generation_;
+        }
+        persisted_ = reply.persisted_index();
+        changed_.SignalAll();
+      }
+      reader->Finish();
+      Unregister(&context);
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&cancelled_), kResubscribeDelay)) return;
+    }
+  }
+
+  // Constant after construction.
+  const ShipperOutputSettings config_;
+  const std::unique_ptr<Producer::Stub> stub_;
+
+  absl::Mutex mu_;
+  absl::CondVar changed_;                        // the follower learnt something, or Cancel()
+  std::string known_uuid_ ABSL_GUARDED_BY(mu_);  // sent in requests: from the latest reply
+  // What the PersistedIndex stream last said; generation_ counts changes of its uuid.
+  std::string follower_uuid_ ABSL_GUARDED_BY(mu_);
+  uint64_t persisted_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);  // in flight, for Cancel()
+
+  std::thread follower_;
+};
+
+constexpr char kCas[] = "shipper.output.shipper.ssl.certificate_authorities";
+constexpr char kCertificate[] = "shipper.output.shipper.ssl.certificate";
+constexpr char kKey[] = "shipper.output.shipper.ssl.key";
+
+// Plaintext, or TLS (mTLS with a client certificate) as `ssl` asks; reads the PEM files. Unset
+// files: gRPC's default roots, no client certificate.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    const ShipperOutputSettings::Ssl& ssl) {
+  if (!ssl.enabled) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions options;
+  absl::StatusOr<std::string> cas = ReadPems(kCas, ssl.certificate_authorities, "CERTIFICATE");
+  if (!cas.ok()) return cas.status();
+  options.pem_root_certs = *std::move(cas);
+  if (!ssl.certificate.empty()) {
+    absl::StatusOr<std::string> certificate = ReadPem(kCertificate, ssl.certificate, "CERTIFICATE");
+    if (!certificate.ok()) return certificate.status();
+    absl::StatusOr<std::string> key = ReadPem(kKey, ssl.key, "PRIVATE KEY");
+    if (!key.ok()) return key.status();
+    options.pem_cert_chain = *std::move(certificate);
+    options.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(options);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Output>> ShipperOutputSettings::Build() const {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = Credentials(ssl);
+  if (!credentials.ok()) return credentials.status();
+  grpc::ChannelArguments args;
+  // Reconnect quickly after the next Shipper restarts: gRPC's default backoff grows to 2 min.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // An address gRPC cannot resolve shows up as UNAVAILABLE on every call, with the address.
+  return std::make_unique<ShipperOutput>(*this,
+                                         grpc::CreateCustomChannel(server, *credentials, args));
+}
+
+void ShipperOutputSettings::Validate(Problems* problems) const {
+  if (enabled && server.empty()) {
+    problems->Add(
+        "config: the shipper output needs shipper.output.shipper.server (the next Shipper's "
+        "address)");
+  }
+  if (!ssl.enabled &&
+      !(ssl.certificate_authorities.empty() && ssl.certificate.empty() && ssl.key.empty())) {
+    problems->Add(
+        "config: shipper.output.shipper.ssl files are set but TLS is off: set "
+        "shipper.output.shipper.ssl.enabled: true");
+  }
+  if (ssl.certificate.empty() != ssl.key.empty()) {
+    problems->Add(
+        "config: shipper.output.shipper.ssl.certificate and ssl.key go together (mTLS): set "
+        "both or neither");
+  }
+  if (timeout <= absl::ZeroDuration()) {
+    problems->Add("config: shipper.output.shipper.timeout must be above 0");
+  }
+}
+
+void ShipperOutputSettings::Preflight(Problems* problems) const {
+  for (const std::string& path : ssl.certificate_authorities) {
+    CheckPem(problems, kCas, path, "CERTIFICATE");
+  }
+  if (!ssl.certificate.empty()) CheckPem(problems, kCertificate, ssl.certificate, "CERTIFICATE");
+  if (!ssl.key.empty()) CheckPem(problems, kKey, ssl.key, "PRIVATE KEY");
+}
+
+std::string ShipperOutputSettings::Destination() const {
+  return absl::StrCat("shipper at ", server);
+}
+
+OutputType ShipperOutputType() {
+  using K = KeysOf<ShipperOutputSettings>;
+  using Ssl = ShipperOutputSettings::Ssl;
+  const auto ssl = [](auto member) {
+    return [member](ShipperOutputSettings & s) -> auto& { return s.ssl.*member; };
+  };
+  return MakeOutputType<ShipperOutputSettings>(
+      "shipper", "forward events to another Shipper (aggregator tier)",
+      {
+          K::String("shipper.output.shipper.server",
+                    "the next Shipper's address: host:port or unix:///path",
+                    &ShipperOutputSettings::server),
+          K::Duration("shipper.output.shipper.timeout", "deadline of each PublishEvents call",
+                      &ShipperOutputSettings::timeout),
+          K::Bool("shipper.output.shipper.ssl.enabled", "TLS to the next Shipper",
+                  ssl(&Ssl::enabled)),
+          K::StringList(kCas,
+                        "PEM files (a list, or one) of the CAs the next Shipper's certificate "
+                        "must chain to (unset: gRPC's default roots)",
+                        ssl(&Ssl::certificate_authorities)),
+          K::String(kCertificate, "PEM client certificate for mTLS (with ssl.key)",
+                    ssl(&Ssl::certificate)),
+          K::String(kKey, "PEM private key of ssl.certificate", ssl(&Ssl::key)),
+      });
+}
+
+}  // namespace shipper

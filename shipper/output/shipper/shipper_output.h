@@ -1,0 +1,52 @@
+// The forwarding output (shipper.output.shipper): forwards batches to the next Shipper over the
+// Producer API (aggregator tiers: sidecars forwarding to a per-node or per-cluster Shipper).
+//
+// Write() publishes the batch, resending what a reply did not accept (partial acceptance), and
+// returns only once the next Shipper reports, on its PersistedIndex stream, that everything up
+// to the batch's last accepted index is persisted there: upstream acknowledges nothing the next
+// hop could still lose. The next Shipper's uuid is tracked: when it changes before the batch is
+// persisted (the next Shipper restarted and lost its queue), or any call fails, Write() returns
+// a transient error and the whole batch is resent. Concurrent Write() calls pipeline batches.
+//
+// Thread safety: Write() from several threads at once; Cancel() from any thread.
+#ifndef SHIPPER_SHIPPER_OUTPUT_SHIPPER_SHIPPER_OUTPUT_H_
+#define SHIPPER_SHIPPER_OUTPUT_SHIPPER_SHIPPER_OUTPUT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "shipper/output/output.h"
+
+namespace shipper {
+
+// shipper.output.shipper.*
+struct ShipperOutputSettings final : OutputSettings {
+  std::string server;                          // the next Shipper: host:port or unix:///path
+  absl::Duration timeout = absl::Seconds(30);  // per PublishEvents call
+  // TLS to the next Shipper when enabled: its certificate is verified against
+  // certificate_authorities (empty: gRPC's default roots); certificate and key, both or
+  // neither, are this client's own for mTLS. Paths of PEM files.
+  struct Ssl {
+    bool enabled = false;
+    std::vector<std::string> certificate_authorities;  // PEM files: a list, or one
+    std::string certificate;
+    std::string key;
+  } ssl;
+
+  void Validate(Problems* problems) const override;
+  void Preflight(Problems* problems) const override;  // the PEM files
+  // Starts following the next Shipper's persisted index (it may come up later).
+  absl::StatusOr<std::unique_ptr<Output>> Build() const override;
+  std::string Destination() const override;
+};
+
+// The registry's entry (registry.cc): the output named "shipper", as in the archived Go
+// shipper's keys.
+OutputType ShipperOutputType();
+
+}  // namespace shipper
+
+#endif  // SHIPPER_SHIPPER_OUTPUT_SHIPPER_SHIPPER_OUTPUT_H_
