@@ -124,14 +124,14 @@ int main(int argc, char** argv) {
   const std::string memory =
       absl::StrCat("memory limit: ", memory_limit.ToString(),
                    "; budgets: shipper.queue.mem.bytes=", config->queue.max_bytes,
-                   " shipper.server.max_receive_memory=", config->limits.max_receive_memory, " (+",
-                   shipper::kFixedMemoryOverhead, " fixed)");
+                   " shipper.server.max_receive_memory=", config->server.limits.max_receive_memory,
+                   " (+", shipper::kFixedMemoryOverhead, " fixed)");
   if (!memory_limit.reason.empty()) LOG(WARNING) << "memory limit: " << memory_limit.reason;
   LOG(INFO) << memory;
   LOG(INFO) << allocator;
   const std::string destination = config->output_settings->Destination();
   if (absl::GetFlag(FLAGS_check_config)) {
-    std::cout << "config OK: listen on " << config->server_address << ", output " << destination
+    std::cout << "config OK: listen on " << config->server.address << ", output " << destination
               << "; " << memory << "\n";
     return 0;
   }

@@ -82,11 +82,21 @@ class ShipperImpl final : public Shipper {
         "output", runtime::OutputWorkers(cpus),
         [this](const runtime::WorkerPool::Worker&) { delivery_->Run(); });
 
-    service_ = std::make_unique<ProducerService>(queue_.get(), &budget_, uuid_, config_.limits,
-                                                 config_.limits.max_receive_memory);
+    InputContext context;
+    context.queue = queue_.get();
+    context.budget = &budget_;
+    context.uuid = uuid_;
+    context.server = &config_.server;
+    context.cpus = cpus;
+    for (const auto& [name, settings] : config_.inputs) {
+      if (!settings->enabled) continue;
+      absl::StatusOr<std::unique_ptr<Input>> input = settings->Build(context);
+      if (!input.ok()) return input.status();
+      inputs_.push_back(*std::move(input));
+    }
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-    absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Open(config_);
+    absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Open(config_.server);
     if (!listener.ok()) return listener.status();
     listener_ = *std::move(listener);
     grpc::ServerBuilder builder;
@@ -94,7 +104,8 @@ class ShipperImpl final : public Shipper {
     // limit, and inflates a compressed one without any bound. So its quota bounds the memory of
     // messages on their way in; the size limit is ours (ReceivedRequest), which can name its
     // key; and compressed requests are refused (Beats' shipper output never compresses).
-    grpc_quota_.Resize(config_.limits.max_receive_memory);
+    const ServerLimits& limits = config_.server.limits;
+    grpc_quota_.Resize(limits.max_receive_memory);
     builder.SetResourceQuota(grpc_quota_);
     builder.SetMaxReceiveMessageSize(-1);
     builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
@@ -105,33 +116,34 @@ class ShipperImpl final : public Shipper {
     builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     // Below INT_MAX: the config refuses more.
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
-                               static_cast<int>(config_.limits.max_concurrent_streams));
+                               static_cast<int>(limits.max_concurrent_streams));
     listener_->ServeWith(&builder);
-    service_->RegisterWith(&builder);
+    for (const std::unique_ptr<Input>& input : inputs_) input->RegisterWith(&builder);
     metrics::AddGrpcMetrics(&builder);
-    cq_ = builder.AddCompletionQueue();
     server_ = builder.BuildAndStart();
     if (server_ == nullptr) return absl::InternalError("gRPC could not build the server");
     if (absl::Status started = listener_->Start(); !started.ok()) return started;
-    service_->StartServing(cq_.get());
-    grpc_workers_ = std::make_unique<runtime::WorkerPool>(
-        "grpc", runtime::GrpcWorkers(cpus),
-        [this](const runtime::WorkerPool::Worker& self) { service_->Serve(self); });
+    for (const std::unique_ptr<Input>& input : inputs_) {
+      if (absl::Status started = input->Start(); !started.ok()) return started;
+    }
     cpu_->AddListener([this](int, int now) {
       grpc_quota_.SetMaxThreads(runtime::GrpcSyncServerMaxThreads(now));
-      grpc_workers_->Resize(runtime::GrpcWorkers(now));
+      for (const std::unique_ptr<Input>& input : inputs_) input->Retune(now);
       workers_->Resize(runtime::OutputWorkers(now));
       metrics::ShipperMetrics::Get().Retuned();
     });
-    if (!config_.health_address.empty()) {
+    if (!config_.server.health_address.empty()) {
       absl::StatusOr<std::unique_ptr<HealthServer>> health =
-          HealthServer::Start(config_.health_address);
+          HealthServer::Start(config_.server.health_address);
       if (!health.ok()) return health.status();
       health_ = *std::move(health);
     }
-    absl::StatusOr<std::unique_ptr<metrics::Exporter>> exporter =
-        metrics::Exporter::Start(config_, queue_.get(), disk_queue_, &budget_, cpu_.get(),
-                                 workers_.get(), grpc_workers_.get());
+    absl::StatusOr<std::unique_ptr<metrics::Exporter>> exporter = metrics::Exporter::Start(
+        config_, queue_.get(), disk_queue_, &budget_, cpu_.get(), workers_.get(), [this] {
+          int threads = 0;
+          for (const auto& input : inputs_) threads += input->threads();
+          return threads;
+        });
     if (!exporter.ok()) return exporter.status();
     exporter_ = *std::move(exporter);
     return absl::OkStatus();
@@ -148,18 +160,16 @@ class ShipperImpl final : public Shipper {
     server_->GetHealthCheckService()->SetServingStatus(false);
     if (exporter_ != nullptr) exporter_->SetServing(false);
     if (health_ != nullptr) health_->SetServing(false);
-    service_->StopAccepting();
+    for (const std::unique_ptr<Input>& input : inputs_) input->StopAccepting();
     queue_->Close();
     report_.left = queue_->Drain(absl::Now() + config_.shutdown_timeout);
     report_.delivered = queue_->persisted_index();
     delivery_->GiveUp();
     workers_->Stop();
-    service_->EndStreams();
+    for (const std::unique_ptr<Input>& input : inputs_) input->Drained();
     listener_->Stop();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-    cq_->Shutdown();
-    if (grpc_workers_ != nullptr) grpc_workers_->Stop();  // null if Init failed before it
-    service_->FinishServing();
+    for (const std::unique_ptr<Input>& input : inputs_) input->Stop();
     return report_;
   }
 
@@ -174,12 +184,10 @@ class ShipperImpl final : public Shipper {
   const queue::DiskQueue* disk_queue_ = nullptr;  // queue_, when it is the disk queue
   std::unique_ptr<Delivery> delivery_;            // the output, its retries and dead letters
   std::unique_ptr<runtime::WorkerPool> workers_;  // output workers
-  std::unique_ptr<ProducerService> service_;
-  std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // PublishEvents calls
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<Listener> listener_;                 // hands connections to server_
-  std::unique_ptr<HealthServer> health_;               // null without shipper.server.health.address
-  std::unique_ptr<runtime::WorkerPool> grpc_workers_;  // serve cq_
+  std::vector<std::unique_ptr<Input>> inputs_;    // the enabled ones
+  std::unique_ptr<grpc::Server> server_;          // shipper.server.server: the inputs' services
+  std::unique_ptr<Listener> listener_;            // hands connections to server_
+  std::unique_ptr<HealthServer> health_;          // null without shipper.server.health.address
   // After the pools: destroyed before them, its listener resizes them.
   std::unique_ptr<runtime::CpuMonitor> cpu_;
   // Destroyed first: its threads read the queue, the CPU monitor and the pools.

@@ -1,6 +1,8 @@
-// Shipper's configuration: every key, its type, default and meaning. The server's keys are
-// declared here (config.cc); each output's in its own folder (shipper/output/<name>/), gathered
-// through the registry (shipper/output/registry.h).
+// Shipper's configuration: every key, its type, default and meaning. The pipeline's keys (queue,
+// delivery, CPU, shutdown, monitoring) are declared here (config.cc); the shared server's in
+// shipper/server/server_settings.h; each input's and output's in its own folder
+// (shipper/input/<name>/, shipper/output/<name>/), gathered through their tables
+// (shipper/input/registry.h, shipper/output/registry.h).
 //
 // Keys follow the Beats style (and the archived Go shipper's names where it had the key). A YAML
 // file may nest them (`shipper: {queue: {mem: {events: 4096}}}`) or dot them
@@ -12,6 +14,7 @@
 #define SHIPPER_SHIPPER_CONFIG_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,39 +26,22 @@
 #include "queue/queue.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/memory_limit.h"
-#include "shipper/input/producer/request_validation.h"
+#include "shipper/input/input.h"
 #include "shipper/output/output.h"
+#include "shipper/server/server_settings.h"
 
 namespace shipper {
 
-// Whether a TLS listener asks clients for a certificate, and whether it must verify.
-enum class ClientAuthentication { kNone, kOptional, kRequired };
-
 struct Config {
-  // gRPC listen address: host:port (port 0 picks a free one) or unix:///path.
-  std::string server_address = "127.0.0.1:50051";
-  // host:port of a second listener that serves only the gRPC health service, for Kubernetes'
-  // gRPC probes when server_address is a unix socket; empty: none.
-  std::string health_address;
-  // Permissions of the socket file when server_address is unix:///path.
-  uint32_t socket_mode = 0600;
-  // What one client may ask of the server; a request beyond a limit is refused with a status
-  // that names the limit's key. The limits of one request are RequestLimits'.
-  struct Limits : RequestLimits {
-    // What gRPC may hold for all connections together, foremost requests on their way in;
-    // beyond it gRPC resets streams (RESOURCE_EXHAUSTED) until memory frees. >= max_message_size.
-    size_t max_receive_memory = 128 << 20;
-    size_t max_concurrent_streams = 100;  // HTTP/2 streams (calls) at once per connection
-    size_t max_connections = 512;         // live at once; 0: no limit (listener.h)
-  } limits;
-  // TLS on the listener, on when certificate is set; mTLS when client_authentication asks for
-  // client certificates, verified against certificate_authorities. Paths of PEM files.
-  struct Ssl {
-    std::string certificate;
-    std::string key;
-    std::vector<std::string> certificate_authorities;  // their certificates, together
-    ClientAuthentication client_authentication = ClientAuthentication::kNone;
-  } ssl;
+  ServerSettings server;  // shipper.server.*: the shared gRPC server (shipper/server/)
+  // Every input's settings by name, enabled or not (shipper/input/<name>/); the Producer API's
+  // is always enabled.
+  std::map<std::string, std::shared_ptr<const InputSettings>> inputs;
+  // The settings of input `name` as their own type. REQUIRES: they are an S.
+  template <typename S>
+  const S& input_as(const std::string& name) const {
+    return dynamic_cast<const S&>(*inputs.at(name));
+  }
   queue::Options queue;  // shipper.queue.mem.*
   // The disk queue instead (shipper.queue.disk.enabled): events survive restarts and outputs
   // down for longer than memory could hold; queue/disk_queue.h says how.

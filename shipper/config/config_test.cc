@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shipper/input/producer/producer_input.h"
 #include "shipper/output/file/file_output.h"
 #include "shipper/output/redis/redis_output.h"
 #include "shipper/output/shipper/shipper_output.h"
@@ -25,6 +26,9 @@ const RedisSettings& Redis(const Config& config) { return config.output_as<Redis
 const ShipperOutputSettings& Forward(const Config& config) {
   return config.output_as<ShipperOutputSettings>();
 }
+const ProducerSettings& Producer(const Config& config) {
+  return config.input_as<ProducerSettings>("producer");
+}
 
 std::string Error(absl::string_view yaml, std::vector<std::string> overrides = {}) {
   absl::StatusOr<Config> config = Parse(yaml, std::move(overrides));
@@ -36,7 +40,7 @@ std::string Error(absl::string_view yaml, std::vector<std::string> overrides = {
 TEST(ConfigTest, DefaultsServeLoopbackIntoFile) {
   absl::StatusOr<Config> config = Parse("");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->server_address, "127.0.0.1:50051");
+  EXPECT_EQ(config->server.address, "127.0.0.1:50051");
   EXPECT_EQ(config->output, "file");
   EXPECT_EQ(File(*config).path, "./data");
   EXPECT_EQ(File(*config).filename, "shipper.ndjson");
@@ -69,7 +73,7 @@ shipper.queue:
 )");
   ASSERT_TRUE(dotted.ok()) << dotted.status();
   for (const Config& c : {*nested, *dotted}) {
-    EXPECT_EQ(c.server_address, "unix:///tmp/s.sock");
+    EXPECT_EQ(c.server.address, "unix:///tmp/s.sock");
     EXPECT_EQ(c.queue.max_events, 1000u);
     EXPECT_EQ(c.queue.max_bytes, 2u << 20);
     EXPECT_EQ(c.queue.flush_min_events, 100u);
@@ -141,15 +145,15 @@ TEST(ConfigTest, LoadsAFile) {
 TEST(ConfigTest, HealthListenerIsOffByDefaultAndTakesHostPort) {
   absl::StatusOr<Config> config = Parse("");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->health_address, "");
+  EXPECT_EQ(config->server.health_address, "");
   config =
       Parse("shipper.server:\n  server: unix:///run/s.sock\n  health.address: 0.0.0.0:50052\n");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->health_address, "0.0.0.0:50052");
+  EXPECT_EQ(config->server.health_address, "0.0.0.0:50052");
   config =
       Parse("shipper.server.health.address: 0.0.0.0:50052", {"shipper.server.health.address=\"\""});
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->health_address, "");
+  EXPECT_EQ(config->server.health_address, "");
   EXPECT_THAT(Error("shipper.server.health.address: unix:///run/h.sock"),
               HasSubstr("'shipper.server.health.address': expected host:port or \"\""));
   EXPECT_THAT(Error("shipper.server.health.address: localhost"), HasSubstr("expected host:port"));
@@ -265,12 +269,12 @@ TEST(ConfigTest, TwoOfTheNewOutputsAreRefusedNamingBoth) {
 TEST(ConfigTest, ServerLimitsDefaultAndParse) {
   absl::StatusOr<Config> defaults = Parse("");
   ASSERT_TRUE(defaults.ok()) << defaults.status();
-  EXPECT_EQ(defaults->limits.max_message_size, 64u << 20);
-  EXPECT_EQ(defaults->limits.max_receive_memory, 128u << 20);
-  EXPECT_EQ(defaults->limits.max_events_per_request, 65536u);
-  EXPECT_EQ(defaults->limits.max_nesting_depth, 64u);
-  EXPECT_EQ(defaults->limits.max_concurrent_streams, 100u);
-  EXPECT_EQ(defaults->socket_mode, 0600u);
+  EXPECT_EQ(defaults->server.limits.max_message_size, 64u << 20);
+  EXPECT_EQ(defaults->server.limits.max_receive_memory, 128u << 20);
+  EXPECT_EQ(Producer(*defaults).limits.max_events_per_request, 65536u);
+  EXPECT_EQ(Producer(*defaults).limits.max_nesting_depth, 64u);
+  EXPECT_EQ(defaults->server.limits.max_concurrent_streams, 100u);
+  EXPECT_EQ(defaults->server.socket_mode, 0600u);
   absl::StatusOr<Config> config = Parse(R"(
 shipper.server:
   max_message_size: 4MiB
@@ -281,12 +285,12 @@ shipper.server:
   socket_mode: "0660"
 )");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->limits.max_message_size, 4u << 20);
-  EXPECT_EQ(config->limits.max_receive_memory, 16u << 20);
-  EXPECT_EQ(config->limits.max_events_per_request, 10u);
-  EXPECT_EQ(config->limits.max_nesting_depth, 8u);
-  EXPECT_EQ(config->limits.max_concurrent_streams, 3u);
-  EXPECT_EQ(config->socket_mode, 0660u);
+  EXPECT_EQ(config->server.limits.max_message_size, 4u << 20);
+  EXPECT_EQ(config->server.limits.max_receive_memory, 16u << 20);
+  EXPECT_EQ(Producer(*config).limits.max_events_per_request, 10u);
+  EXPECT_EQ(Producer(*config).limits.max_nesting_depth, 8u);
+  EXPECT_EQ(config->server.limits.max_concurrent_streams, 3u);
+  EXPECT_EQ(config->server.socket_mode, 0660u);
   EXPECT_THAT(Error("shipper.server.max_nesting_depth: 0"), HasSubstr("expected a whole number"));
   EXPECT_THAT(Error("shipper.server.max_events_per_request: -1"),
               HasSubstr("'shipper.server.max_events_per_request'"));
@@ -334,8 +338,8 @@ shipper.output.shipper:
 TEST(ConfigTest, SslKeys) {
   absl::StatusOr<Config> defaults = Parse("");
   ASSERT_TRUE(defaults.ok()) << defaults.status();
-  EXPECT_TRUE(defaults->ssl.certificate.empty());
-  EXPECT_EQ(defaults->ssl.client_authentication, ClientAuthentication::kNone);
+  EXPECT_TRUE(defaults->server.ssl.certificate.empty());
+  EXPECT_EQ(defaults->server.ssl.client_authentication, ClientAuthentication::kNone);
   absl::StatusOr<Config> config = Parse(R"(
 shipper.server.ssl:
   certificate: /etc/shipper/server.crt
@@ -344,14 +348,15 @@ shipper.server.ssl:
   client_authentication: required
 )");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->ssl.certificate, "/etc/shipper/server.crt");
-  EXPECT_EQ(config->ssl.key, "/etc/shipper/server.key");
-  EXPECT_EQ(config->ssl.certificate_authorities, std::vector<std::string>{"/etc/shipper/ca.crt"});
-  EXPECT_EQ(config->ssl.client_authentication, ClientAuthentication::kRequired);
+  EXPECT_EQ(config->server.ssl.certificate, "/etc/shipper/server.crt");
+  EXPECT_EQ(config->server.ssl.key, "/etc/shipper/server.key");
+  EXPECT_EQ(config->server.ssl.certificate_authorities,
+            std::vector<std::string>{"/etc/shipper/ca.crt"});
+  EXPECT_EQ(config->server.ssl.client_authentication, ClientAuthentication::kRequired);
   absl::StatusOr<Config> optional =
       Parse("", {"shipper.server.ssl.client_authentication=optional"});
   ASSERT_TRUE(optional.ok()) << optional.status();
-  EXPECT_EQ(optional->ssl.client_authentication, ClientAuthentication::kOptional);
+  EXPECT_EQ(optional->server.ssl.client_authentication, ClientAuthentication::kOptional);
   EXPECT_THAT(Error("shipper.server.ssl.client_authentication: yes"),
               HasSubstr("expected one of none|optional|required"));
 }
@@ -406,13 +411,13 @@ TEST(ConfigTest, TheArchivedShippersOwnKeys) {
   absl::StatusOr<Config> config = LoadConfig("tests/config/elastic-agent-shipper.yml", {});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->output, "console");
-  EXPECT_EQ(config->server_address, "unix:///tmp/grpc.socket");
+  EXPECT_EQ(config->server.address, "unix:///tmp/grpc.socket");
   EXPECT_EQ(config->http.host, "localhost");
-  EXPECT_FALSE(config->limits.strict_mode);
+  EXPECT_FALSE(Producer(*config).limits.strict_mode);
   EXPECT_EQ(config->queue.max_events, queue::Options().max_events);
   EXPECT_THAT(config->notes, ::testing::ElementsAre(HasSubstr("/metrics serves")));
   EXPECT_TRUE(Parse("monitoring.enabled: true")->notes.size() == 1);
-  EXPECT_TRUE(Parse("shipper.strict_mode: true")->limits.strict_mode);
+  EXPECT_TRUE(Producer(*Parse("shipper.strict_mode: true")).limits.strict_mode);
 
   EXPECT_THAT(Error("type: kafka\nshipper.output.console.enabled: true"),
               HasSubstr("type is 'kafka' but the enabled output is 'console'"));
@@ -423,7 +428,8 @@ TEST(ConfigTest, CertificateAuthoritiesTakeAListOrOnePath) {
   absl::StatusOr<Config> config =
       Parse("shipper.server.ssl.certificate_authorities: [/a.crt, /b.crt]");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->ssl.certificate_authorities, (std::vector<std::string>{"/a.crt", "/b.crt"}));
+  EXPECT_EQ(config->server.ssl.certificate_authorities,
+            (std::vector<std::string>{"/a.crt", "/b.crt"}));
   config = Parse(
       "shipper.output.shipper: {enabled: true, server: a:1, ssl: {enabled: true, "
       "certificate_authorities: [/a.crt, /b.crt]}}");
@@ -450,8 +456,8 @@ TEST(ConfigTest, WithoutAMemoryLimitTheDefaultsStay) {
   absl::StatusOr<Config> config = ParseConfig("", "test.yml", {}, runtime::MemoryLimit{});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->queue.max_bytes, 64 * kMiB);
-  EXPECT_EQ(config->limits.max_receive_memory, 128 * kMiB);
-  EXPECT_EQ(config->limits.max_message_size, 64 * kMiB);
+  EXPECT_EQ(config->server.limits.max_receive_memory, 128 * kMiB);
+  EXPECT_EQ(config->server.limits.max_message_size, 64 * kMiB);
   EXPECT_FALSE(config->memory_limit.limited());
 }
 
@@ -459,22 +465,22 @@ TEST(ConfigTest, UnsetBudgetsAreAQuarterOfTheMemoryLimitEach) {
   absl::StatusOr<Config> config = ParseConfig("", "test.yml", {}, Limit(256 * kMiB));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->queue.max_bytes, 64 * kMiB);
-  EXPECT_EQ(config->limits.max_receive_memory, 64 * kMiB);
-  EXPECT_EQ(config->limits.max_message_size, 64 * kMiB);
+  EXPECT_EQ(config->server.limits.max_receive_memory, 64 * kMiB);
+  EXPECT_EQ(config->server.limits.max_message_size, 64 * kMiB);
   EXPECT_EQ(config->memory_limit.bytes, int64_t{256} * int64_t{kMiB});
 
   // A smaller limit: max_message_size follows max_receive_memory down, so requests still fit.
   config = ParseConfig("", "test.yml", {}, Limit(128 * kMiB));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->queue.max_bytes, 32 * kMiB);
-  EXPECT_EQ(config->limits.max_receive_memory, 32 * kMiB);
-  EXPECT_EQ(config->limits.max_message_size, 32 * kMiB);
+  EXPECT_EQ(config->server.limits.max_receive_memory, 32 * kMiB);
+  EXPECT_EQ(config->server.limits.max_message_size, 32 * kMiB);
 
   // One set, the other derived.
   config = ParseConfig("", "test.yml", {"shipper.queue.mem.bytes=100MiB"}, Limit(512 * kMiB));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->queue.max_bytes, 100 * kMiB);
-  EXPECT_EQ(config->limits.max_receive_memory, 128 * kMiB);
+  EXPECT_EQ(config->server.limits.max_receive_memory, 128 * kMiB);
 }
 
 TEST(ConfigTest, BudgetsThatDoNotFitTheMemoryLimitAreRefusedNamingKeysAndLimit) {
@@ -508,22 +514,22 @@ TEST(ConfigTest, PreflightNamesWhatTlsSettingsMiss) {
   const std::string cert = TestPath("cert.pem"), key = TestPath("key.pem");
   std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
   std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
-  auto message = [](const Config::Ssl& ssl) {
+  auto message = [](const ServerTls& ssl) {
     Config config = *Parse("");
-    config.ssl = ssl;
+    config.server.ssl = ssl;
     absl::Status status = Preflight(config);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     return std::string(status.message());
   };
-  auto ok = [](const Config::Ssl& ssl) {
+  auto ok = [](const ServerTls& ssl) {
     Config config = *Parse("");
-    config.ssl = ssl;
+    config.server.ssl = ssl;
     return Preflight(config).ok();
   };
-  Config::Ssl ssl;
+  ServerTls ssl;
   ssl.key = key;
   EXPECT_THAT(message(ssl), HasSubstr("need shipper.server.ssl.certificate"));
-  ssl = Config::Ssl{};
+  ssl = ServerTls{};
   ssl.certificate = cert;
   EXPECT_THAT(message(ssl), HasSubstr("needs shipper.server.ssl.key"));
   ssl.key = TestPath("missing.pem");

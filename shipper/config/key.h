@@ -56,6 +56,19 @@ struct Key {
   }
 };
 
+// `keys` of a struct S, re-targeted at its base class Base (a room's settings as the table that
+// lists the room holds them). REQUIRES: the Base each key is given is an S.
+template <typename Base, typename S>
+std::vector<Key<Base>> KeysWithin(const std::vector<Key<S>>& keys) {
+  std::vector<Key<Base>> within;
+  within.reserve(keys.size());
+  for (const Key<S>& key : keys) {
+    within.push_back(
+        key.template Within<Base>([](Base& base) -> S& { return static_cast<S&>(base); }));
+  }
+  return within;
+}
+
 // Each key reads and writes one field: a pointer to a member (&S::field) or a function.
 template <typename S, typename T>
 using Field = std::function<T&(S&)>;

@@ -1,5 +1,7 @@
 #include "shipper/metrics/exporter.h"
 
+#include <utility>
+
 #include "glog/logging.h"
 #include "shipper/metrics/shipper_metrics.h"
 #include "shipper/output/registry.h"
@@ -9,7 +11,7 @@ namespace shipper::metrics {
 absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(
     const Config& config, const queue::Queue* queue, const queue::DiskQueue* disk_queue,
     const runtime::MemoryBudget* budget, const runtime::CpuMonitor* cpu,
-    const runtime::WorkerPool* output_workers, const runtime::WorkerPool* grpc_workers) {
+    const runtime::WorkerPool* output_workers, std::function<int()> input_threads) {
   Sources sources;
   sources.queue = queue;
   if (disk_queue != nullptr) {
@@ -21,10 +23,10 @@ absl::StatusOr<std::unique_ptr<Exporter>> Exporter::Start(
   }
   sources.memory_limit = config.memory_limit;
   sources.budget = budget;
-  sources.max_receive_memory = config.limits.max_receive_memory;
+  sources.max_receive_memory = config.server.limits.max_receive_memory;
   sources.cpu = cpu;
   sources.output_workers = [output_workers] { return output_workers->live_threads(); };
-  sources.grpc_workers = [grpc_workers] { return grpc_workers->live_threads(); };
+  sources.grpc_workers = std::move(input_threads);
   for (const OutputType& type : Outputs()) {
     if (type.name == config.output) sources.output_metrics = type.collect;
   }

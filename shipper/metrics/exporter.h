@@ -8,6 +8,7 @@
 #define SHIPPER_SHIPPER_METRICS_EXPORTER_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -28,7 +29,7 @@ class Exporter {
   static absl::StatusOr<std::unique_ptr<Exporter>> Start(
       const Config& config, const queue::Queue* queue, const queue::DiskQueue* disk_queue,
       const runtime::MemoryBudget* budget, const runtime::CpuMonitor* cpu,
-      const runtime::WorkerPool* output_workers, const runtime::WorkerPool* grpc_workers);
+      const runtime::WorkerPool* output_workers, std::function<int()> input_threads);
 
   // /healthz answers 503 from now on: Shipper is shutting down.
   void SetServing(bool serving) { serving_.store(serving); }

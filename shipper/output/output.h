@@ -157,18 +157,10 @@ struct OutputType {
 
 // The OutputType of settings S (default-constructible, deriving from OutputSettings).
 template <typename S>
-OutputType MakeOutputType(std::string name, std::string help, std::vector<Key<S>> keys,
+OutputType MakeOutputType(std::string name, std::string help, const std::vector<Key<S>>& keys,
                           std::function<void(metrics::Collection*)> collect = nullptr) {
-  OutputType type{std::move(name),
-                  std::move(help),
-                  [] { return std::make_unique<S>(); },
-                  {},
-                  std::move(collect)};
-  for (const Key<S>& key : keys) {
-    type.keys.push_back(key.template Within<OutputSettings>(
-        [](OutputSettings& settings) -> S& { return static_cast<S&>(settings); }));
-  }
-  return type;
+  return OutputType{std::move(name), std::move(help), [] { return std::make_unique<S>(); },
+                    KeysWithin<OutputSettings>(keys), std::move(collect)};
 }
 
 }  // namespace shipper

@@ -1,7 +1,8 @@
 // The output registry: every output Shipper has, one line each in registry.cc.
 //
 // Adding an output: its folder shipper/output/<name>/ (settings, keys, checks, factory, its own
-// cc_library and tests), one line in Outputs() and one dep in BUILD.bazel's registry target.
+// cc_library and tests), one line in Outputs() and one dep in BUILD.bazel's registry target (plus
+// WORKSPACE and ./dev's package list when it brings a library of its own).
 //
 // Thread safety: the table is built once and immutable; read it from any thread.
 #ifndef SHIPPER_SHIPPER_OUTPUT_REGISTRY_H_

@@ -78,8 +78,7 @@ constexpr size_t kRefusalMemory = 4 << 20;
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(
-    const Config::Ssl& ssl) {
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(const ServerTls& ssl) {
   if (ssl.certificate.empty()) return grpc::InsecureServerCredentials();
   absl::StatusOr<std::string> cert =
       ReadPem("shipper.server.ssl.certificate", ssl.certificate, "CERTIFICATE");
@@ -137,19 +136,20 @@ absl::Status ReplaceStaleSocket(const std::string& path) {
   return absl::OkStatus();
 }
 
-Listener::Listener(const Config& config, std::shared_ptr<grpc::ServerCredentials> credentials)
-    : configured_address_(config.server_address),
-      socket_mode_(config.socket_mode),
-      max_connections_(config.limits.max_connections),
+Listener::Listener(const ServerSettings& server,
+                   std::shared_ptr<grpc::ServerCredentials> credentials)
+    : configured_address_(server.address),
+      socket_mode_(server.socket_mode),
+      max_connections_(server.limits.max_connections),
       credentials_(std::move(credentials)) {}
 
 Listener::~Listener() { Stop(); }
 
-absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const Config& config) {
+absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const ServerSettings& server) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ListenerCredentials(config.ssl);
+      ListenerCredentials(server.ssl);
   if (!credentials.ok()) return credentials.status();
-  std::unique_ptr<Listener> listener(new Listener(config, *std::move(credentials)));
+  std::unique_ptr<Listener> listener(new Listener(server, *std::move(credentials)));
   listener->wake_fd_ = eventfd(0, EFD_CLOEXEC);
   if (listener->wake_fd_ < 0) return absl::InternalError(Errno("eventfd"));
   if (absl::Status bound = listener->Bind(); !bound.ok()) return bound;

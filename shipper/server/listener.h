@@ -35,15 +35,14 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "shipper/config/config.h"
+#include "shipper/server/server_settings.h"
 
 namespace shipper {
 
 // Insecure credentials without a certificate, TLS or mTLS credentials otherwise. Reads the PEM
 // files now; INVALID_ARGUMENT names the key whose file is unreadable or not PEM.
 // REQUIRES: Preflight (config.h) found the settings complete.
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(
-    const Config::Ssl& ssl);
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(const ServerTls& ssl);
 
 // Makes `path` free for a new socket: removes a socket file nobody listens on (left by a crash).
 // UNAVAILABLE when a process still accepts connections on it, INVALID_ARGUMENT when the path
@@ -52,9 +51,9 @@ absl::Status ReplaceStaleSocket(const std::string& path);
 
 class Listener {
  public:
-  // Binds and listens on config.server_address (every address a host name resolves to; port 0
-  // picks a free port) with config.ssl's credentials. The error names the key to change.
-  static absl::StatusOr<std::unique_ptr<Listener>> Open(const Config& config);
+  // Binds and listens on server.address (every address a host name resolves to; port 0 picks a
+  // free port) with server.ssl's credentials. The error names the key to change.
+  static absl::StatusOr<std::unique_ptr<Listener>> Open(const ServerSettings& server);
   ~Listener();  // Stop()
 
   // Makes `builder`'s server the one that serves the connections. Call once, before
@@ -78,7 +77,7 @@ class Listener {
     ino_t ino;
   };
 
-  Listener(const Config& config, std::shared_ptr<grpc::ServerCredentials> credentials);
+  Listener(const ServerSettings& server, std::shared_ptr<grpc::ServerCredentials> credentials);
   absl::Status Bind();  // BindUnix or BindTcp, as the address says
   absl::Status BindUnix(std::string path);
   absl::Status BindTcp();

@@ -77,14 +77,14 @@ TEST(ListenerTest, StaleSocketIsReplacedLiveOneAndOtherFilesAreNot) {
 }
 
 TEST(ListenerTest, PlaintextWithoutCertificate) {
-  EXPECT_TRUE(ListenerCredentials(Config::Ssl{}).ok());
+  EXPECT_TRUE(ListenerCredentials(ServerTls{}).ok());
 }
 
 TEST(ListenerTest, TlsFromCheckedSettings) {
   const std::string cert = TempPath("cert.pem"), key = TempPath("key.pem");
   std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
   std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
-  Config::Ssl ssl;
+  ServerTls ssl;
   ssl.certificate = cert;
   ssl.key = key;
   EXPECT_TRUE(ListenerCredentials(ssl).ok());
@@ -110,9 +110,9 @@ bool Connects(const std::string& host, int port) {
 int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
 
 absl::StatusOr<std::unique_ptr<Listener>> Open(const std::string& address) {
-  Config config;
-  config.server_address = address;
-  return Listener::Open(config);
+  ServerSettings server;
+  server.address = address;
+  return Listener::Open(server);
 }
 
 TEST(ListenerTest, BindsTheResolvedAddressesOnThePortItPicked) {
@@ -152,15 +152,15 @@ TEST(ListenerTest, AddressesItCannotListenOnNameTheKey) {
 
 TEST(ListenerTest, UnixSocketHasItsModeBeforeAnyoneConnectsAndGoesOnStop) {
   const std::string path = SocketPath("mode.sock");
-  Config config;
-  config.server_address = "unix://" + path;
-  config.socket_mode = 0640;
-  absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Open(config);
+  ServerSettings server;
+  server.address = "unix://" + path;
+  server.socket_mode = 0640;
+  absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Open(server);
   ASSERT_TRUE(listener.ok()) << listener.status();
   struct stat st;
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
-  EXPECT_EQ((*listener)->address(), config.server_address);
+  EXPECT_EQ((*listener)->address(), server.address);
   (*listener)->Stop();
   EXPECT_NE(access(path.c_str(), F_OK), 0) << "removed on Stop()";
 }
@@ -168,9 +168,9 @@ TEST(ListenerTest, UnixSocketHasItsModeBeforeAnyoneConnectsAndGoesOnStop) {
 TEST(ListenerTest, ASocketItDidNotBindIsNeverRemoved) {
   const std::string live = SocketPath("other.sock");
   const int fd = BindSocket(live, true);
-  Config config;
-  config.server_address = "unix://" + live;
-  EXPECT_EQ(Listener::Open(config).status().code(), absl::StatusCode::kUnavailable);
+  ServerSettings server;
+  server.address = "unix://" + live;
+  EXPECT_EQ(Listener::Open(server).status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(access(live.c_str(), F_OK), 0) << "another process's socket is left alone";
   close(fd);
   unlink(live.c_str());

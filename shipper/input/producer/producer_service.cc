@@ -91,7 +91,8 @@ class ProducerService::PublishCall final {
   // Asks gRPC for the next call.
   explicit PublishCall(ProducerService* service)
       : service_(service), request_(new Request(service->budget_)), stream_(&context_) {
-    service->generic_.RequestCall(&context_, &stream_, service->cq_, service->cq_, this);
+    service->generic_.RequestCall(&context_, &stream_, service->cq_.get(), service->cq_.get(),
+                                  this);
   }
   ~PublishCall() { request_->Release(); }
 
@@ -348,10 +349,10 @@ void ProducerService::EndStreams() {
 void ProducerService::RegisterWith(grpc::ServerBuilder* builder) {
   builder->RegisterService(this);
   builder->RegisterAsyncGenericService(&generic_);
+  cq_ = builder->AddCompletionQueue();
 }
 
-void ProducerService::StartServing(grpc::ServerCompletionQueue* cq) {
-  cq_ = cq;
+void ProducerService::StartServing() {
   // Calls waiting for a thread are matched with these; each posts another once its request is
   // copied (or refused).
   for (int i = 0; i < waiting_calls_; ++i) new PublishCall(this);
@@ -373,7 +374,12 @@ void ProducerService::Serve(const runtime::WorkerPool::Worker& worker) {
   }
 }
 
+void ProducerService::ShutdownServing() {
+  if (cq_ != nullptr) cq_->Shutdown();
+}
+
 void ProducerService::FinishServing() {
+  if (cq_ == nullptr) return;
   void* tag;
   bool ok;
   while (cq_->Next(&tag, &ok)) static_cast<PublishCall*>(tag)->Proceed(ok);

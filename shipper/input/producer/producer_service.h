@@ -58,17 +58,17 @@ class ProducerService final
                   RequestLimits limits, size_t max_receive_memory);
   ~ProducerService() override;
 
-  // Registers with `builder` this service and the generic service that takes its PublishEvents
-  // calls.
+  // Registers with `builder` this service, the generic service that takes its PublishEvents
+  // calls and the completion queue they arrive on.
   void RegisterWith(grpc::ServerBuilder* builder);
-  // Starts taking PublishEvents calls from `cq`. REQUIRES: the server was built with
-  // RegisterWith() and `cq` (ServerBuilder::AddCompletionQueue); `cq` outlives every Serve().
-  void StartServing(grpc::ServerCompletionQueue* cq);
+  // Starts taking PublishEvents calls. REQUIRES: the server was built with RegisterWith().
+  void StartServing();
   // Handles PublishEvents calls until `worker` is asked to stop or the completion queue is shut
   // down and empty.
   void Serve(const runtime::WorkerPool::Worker& worker);
-  // After the server and the completion queue are shut down and no Serve() runs: ends what is
-  // left in the completion queue.
+  // Shuts the completion queue down. REQUIRES: the server has shut down.
+  void ShutdownServing();
+  // After ShutdownServing() and once no Serve() runs: ends what is left in the completion queue.
   void FinishServing();
 
   // Refuses publishes from now on (UNAVAILABLE); streams keep reporting the persisted index.
@@ -114,8 +114,8 @@ class ProducerService final
   const RequestLimits limits_;
   const int waiting_calls_;  // PublishEvents calls posted to gRPC ahead of time
   std::unique_ptr<queue::Producer> producer_;
-  grpc::AsyncGenericService generic_;          // PublishEvents
-  grpc::ServerCompletionQueue* cq_ = nullptr;  // set once by StartServing
+  grpc::AsyncGenericService generic_;                // PublishEvents
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // set once by RegisterWith
   std::atomic<bool> accepting_{true};
 
   absl::Mutex mu_;

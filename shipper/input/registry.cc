@@ -1,0 +1,14 @@
+#include "shipper/input/registry.h"
+
+#include "shipper/input/producer/producer_input.h"
+
+namespace shipper {
+
+const std::vector<InputType>& Inputs() {
+  static const std::vector<InputType>* inputs = new std::vector<InputType>{
+      ProducerInputType(),
+  };
+  return *inputs;
+}
+
+}  // namespace shipper

@@ -1,0 +1,131 @@
+#include "shipper/server/server_settings.h"
+
+#include <climits>
+#include <optional>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "shipper/config/preflight.h"
+
+namespace shipper {
+namespace {
+
+// TLS on the listener: settings that go together, and their files.
+void CheckTls(const ServerTls& ssl, Problems* problems) {
+  if (ssl.certificate.empty()) {
+    if (!ssl.key.empty() || ssl.client_authentication != ClientAuthentication::kNone) {
+      problems->Add(
+          "shipper.server.ssl.key and client_authentication need "
+          "shipper.server.ssl.certificate: set it to serve TLS");
+    }
+    return;
+  }
+  if (ssl.key.empty()) {
+    return problems->Add(
+        "shipper.server.ssl.certificate needs shipper.server.ssl.key (its private key)");
+  }
+  CheckPem(problems, "shipper.server.ssl.certificate", ssl.certificate, "CERTIFICATE");
+  CheckPem(problems, "shipper.server.ssl.key", ssl.key, "PRIVATE KEY");
+  if (ssl.client_authentication == ClientAuthentication::kNone) return;
+  if (ssl.certificate_authorities.empty()) {
+    return problems->Add(
+        "shipper.server.ssl.client_authentication verifies client certificates against "
+        "shipper.server.ssl.certificate_authorities: set it");
+  }
+  for (const std::string& path : ssl.certificate_authorities) {
+    CheckPem(problems, "shipper.server.ssl.certificate_authorities", path, "CERTIFICATE");
+  }
+}
+
+}  // namespace
+
+std::vector<Key<ServerSettings>> ServerKeys() {
+  using K = KeysOf<ServerSettings>;
+  using S = ServerSettings;
+  const auto limit = [](size_t ServerLimits::*member) {
+    return [member](S& s) -> size_t& { return s.limits.*member; };
+  };
+  const auto ssl = [](auto member) {
+    return [member](S & s) -> auto& { return s.ssl.*member; };
+  };
+  return {
+      K::String("shipper.server.server", "gRPC listen address: host:port or unix:///path",
+                &S::address),
+      K::Typed<std::string>(
+          "shipper.server.health.address",
+          "second listener serving only the gRPC health service, for Kubernetes probes (\"\": "
+          "none)",
+          "host:port or \"\"",
+          [](const std::string& s) -> std::optional<std::string> {
+            if (s.empty()) return s;
+            size_t colon = s.rfind(':');
+            int port;
+            if (colon == std::string::npos || !absl::SimpleAtoi(s.substr(colon + 1), &port) ||
+                port < 0 || port > 65535) {
+              return std::nullopt;  // a unix socket cannot serve Kubernetes' gRPC probes
+            }
+            return s;
+          },
+          [](const std::string& v) { return v.empty() ? std::string("\"\"") : v; },
+          &S::health_address),
+      K::Permissions("shipper.server.socket_mode", "permissions of a unix:///path socket file",
+                     &S::socket_mode),
+      K::Size("shipper.server.max_message_size",
+              "largest request accepted, in bytes as sent (at most 2GiB - 1)", 1, true,
+              limit(&ServerLimits::max_message_size)),
+      K::Size("shipper.server.max_receive_memory",
+              "memory gRPC may hold for requests being received, all connections together; "
+              "beyond it streams are reset (RESOURCE_EXHAUSTED). Unset under a container memory "
+              "limit: a quarter of it",
+              1, true, limit(&ServerLimits::max_receive_memory)),
+      K::Size("shipper.server.max_concurrent_streams",
+              "calls one connection may have in flight; more wait for a free slot", 1, false,
+              limit(&ServerLimits::max_concurrent_streams)),
+      K::Size("shipper.server.max_connections",
+              "connections served at once; calls on more are refused until one closes (0: no "
+              "limit)",
+              0, false, limit(&ServerLimits::max_connections)),
+      K::String("shipper.server.ssl.certificate",
+                "PEM certificate (chain) of the listener; set: TLS, unset: plaintext",
+                ssl(&ServerTls::certificate)),
+      K::String("shipper.server.ssl.key", "PEM private key of ssl.certificate",
+                ssl(&ServerTls::key)),
+      K::StringList(
+          "shipper.server.ssl.certificate_authorities",
+          "PEM files (a list, or one) of the CAs that client certificates must chain to",
+          ssl(&ServerTls::certificate_authorities)),
+      K::Choice<ClientAuthentication>(
+          "shipper.server.ssl.client_authentication",
+          "none: no client certificate; optional: verified if sent; required: mTLS",
+          {{"none", ClientAuthentication::kNone},
+           {"optional", ClientAuthentication::kOptional},
+           {"required", ClientAuthentication::kRequired}},
+          ssl(&ServerTls::client_authentication)),
+  };
+}
+
+void ValidateServer(const ServerSettings& server, Problems* problems) {
+  const ServerLimits& limits = server.limits;
+  // gRPC takes max_concurrent_streams as an int; a message is never near 2GiB.
+  if (limits.max_message_size > INT_MAX || limits.max_concurrent_streams > INT_MAX) {
+    problems->Add(
+        "config: shipper.server.max_message_size and shipper.server.max_concurrent_streams must "
+        "be below 2GiB");
+  }
+  if (limits.max_receive_memory < limits.max_message_size) {
+    problems->Add(absl::StrCat(
+        "config: shipper.server.max_receive_memory (", limits.max_receive_memory,
+        " bytes) must be at least shipper.server.max_message_size (", limits.max_message_size,
+        " bytes), or no request of that size could arrive"));
+  }
+}
+
+void PreflightServer(const ServerSettings& server, Problems* problems) {
+  CheckListenAddress(problems, "shipper.server.server", server.address);
+  if (!server.health_address.empty()) {
+    CheckListenAddress(problems, "shipper.server.health.address", server.health_address);
+  }
+  CheckTls(server.ssl, problems);
+}
+
+}  // namespace shipper
