@@ -1,6 +1,7 @@
-// runtime's mutex, lock and condition variable: std::mutex and std::condition_variable with the
-// capability attributes clang's -Wthread-safety needs (`--config=tsa`), which libstdc++'s types
-// do not carry, so that ABSL_GUARDED_BY(mu_) on a runtime member is checked.
+// runtime's mutex, lock, condition variable and notification: std::mutex and
+// std::condition_variable with the capability attributes clang's -Wthread-safety needs
+// (`--config=tsa`), which libstdc++'s types do not carry, so that ABSL_GUARDED_BY(mu_) on a member
+// is checked. Every module that TSan checks (the queue aside) locks with these.
 //
 // Why not absl::Mutex: Debian's Abseil is a shared library built without ThreadSanitizer, so TSan
 // cannot see its happens-before edges and reports races that are not there. std::mutex is
@@ -11,7 +12,7 @@
 // at most and its waiters want the usual contract; a wrapper adds nothing to test.
 //
 // Thread safety: as std::mutex and std::condition_variable. CondVar's waits require the mutex they
-// are given and hold it again when they return.
+// are given and hold it again when they return. Notification: any thread may call any method.
 #ifndef SHIPPER_RUNTIME_MUTEX_H_
 #define SHIPPER_RUNTIME_MUTEX_H_
 
@@ -80,6 +81,30 @@ class CondVar {
 
  private:
   std::condition_variable cv_;
+};
+
+// A one-time event, as absl::Notification: Notify() once, and every WaitForNotification() returns
+// from then on; what the notifier did before Notify() is visible to a waiter after it returns.
+class Notification {
+ public:
+  void Notify() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    notified_ = true;
+    cv_.SignalAll();
+  }
+  void WaitForNotification() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    while (!notified_) cv_.Wait(&mu_);
+  }
+  bool HasBeenNotified() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    return notified_;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  bool notified_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace shipper::runtime

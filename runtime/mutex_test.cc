@@ -75,5 +75,20 @@ TEST(CondVarTest, WaitUntilReturnsTrueWhenSignaled) {
   signaler.join();  // it has let go of mu: ready was seen under mu
 }
 
+TEST(NotificationTest, AWaiterSeesWhatTheNotifierWroteBeforeNotify) {
+  Notification done;
+  int value = 0;  // written before Notify(), read after the wait: TSan checks the edge
+  EXPECT_FALSE(done.HasBeenNotified());
+  std::thread notifier([&] {
+    value = 42;
+    done.Notify();
+  });
+  done.WaitForNotification();
+  EXPECT_EQ(value, 42);
+  EXPECT_TRUE(done.HasBeenNotified());
+  done.WaitForNotification();  // returns at once from then on
+  notifier.join();
+}
+
 }  // namespace
 }  // namespace shipper::runtime

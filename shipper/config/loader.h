@@ -42,10 +42,9 @@ std::vector<BoundKey> Bind(const std::vector<Key<S>>& keys, S* settings) {
   std::vector<BoundKey> bound;
   bound.reserve(keys.size());
   for (const Key<S>& key : keys) {
-    bound.push_back({key.name, key.expected, key.list,
-                     [set = key.set, settings](const std::string& scalar) {
-                       return set(scalar, *settings);
-                     }});
+    bound.push_back(
+        {key.name, key.expected, key.list,
+         [set = key.set, settings](const std::string& scalar) { return set(scalar, *settings); }});
   }
   return bound;
 }

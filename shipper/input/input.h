@@ -42,9 +42,9 @@ struct InputContext {
   // What the copies of requests (and so every queued event) are charged to:
   // shipper.queue.mem.bytes.
   runtime::MemoryBudget* budget = nullptr;
-  std::string uuid;  // this process's, as replies report it
+  std::string uuid;                        // this process's, as replies report it
   const ServerSettings* server = nullptr;  // shipper.server.*
-  int cpus = 1;  // the CPU quota at start, to size threads by
+  int cpus = 1;                            // the CPU quota at start, to size threads by
 };
 
 class Input {

@@ -23,8 +23,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "runtime/mutex.h"
 
 namespace shipper::metrics {
 
@@ -74,7 +74,7 @@ template <typename T>
 class Family {
  public:
   T& Get(const std::string& labels) {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     std::unique_ptr<T>& child = children_[labels];
     if (child == nullptr) child = std::make_unique<T>();
     return *child;
@@ -82,12 +82,12 @@ class Family {
 
   // Calls fn(labels, child) for every child, in label order.
   void ForEach(const std::function<void(const std::string&, const T&)>& fn) const {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     for (const auto& [labels, child] : children_) fn(labels, *child);
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable runtime::Mutex mu_;
   std::map<std::string, std::unique_ptr<T>> children_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/mutex.h"
+
 namespace shipper::metrics {
 
 PersistLatency::PersistLatency(Histogram* histogram) : histogram_(histogram) {
@@ -9,7 +11,7 @@ PersistLatency::PersistLatency(Histogram* histogram) : histogram_(histogram) {
 }
 
 void PersistLatency::Accepted(uint64_t last_index, absl::Time start, absl::Time now) {
-  absl::MutexLock lock(&mu_);
+  runtime::MutexLock lock(&mu_);
   if (last_index <= persisted_index_) {
     histogram_->ObserveDuration(now - start);  // a fast output beat the publish call's return
   } else if (pending_.size() < kMaxPending) {
@@ -18,7 +20,7 @@ void PersistLatency::Accepted(uint64_t last_index, absl::Time start, absl::Time 
 }
 
 void PersistLatency::Persisted(uint64_t persisted_index, absl::Time now) {
-  absl::MutexLock lock(&mu_);
+  runtime::MutexLock lock(&mu_);
   persisted_index_ = std::max(persisted_index_, persisted_index);
   // Calls finish their publish in any order, so pending_ is not sorted: scan it all.
   auto done = std::remove_if(pending_.begin(), pending_.end(), [&](const auto& call) {

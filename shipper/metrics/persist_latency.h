@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "runtime/mutex.h"
 #include "shipper/metrics/metric.h"
 
 namespace shipper::metrics {
@@ -36,7 +37,7 @@ class PersistLatency {
  private:
   Histogram* const histogram_;
 
-  absl::Mutex mu_;
+  runtime::Mutex mu_;
   uint64_t persisted_index_ ABSL_GUARDED_BY(mu_) = 0;
   // (last index, start), capacity kMaxPending reserved once.
   std::vector<std::pair<uint64_t, absl::Time>> pending_ ABSL_GUARDED_BY(mu_);

@@ -10,6 +10,7 @@
 #include "glog/logging.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+#include "runtime/mutex.h"
 #include "shipper/config/preflight.h"
 #include "shipper/event/event_json.h"
 #include "shipper/output/file_util.h"
@@ -59,7 +60,7 @@ absl::Status DeadLetters::Record(const Events& events, absl::Span<const Rejectio
                << absl::string_view(lines.GetString(), lines.GetSize());
     return absl::OkStatus();
   }
-  absl::MutexLock lock(&mu_);
+  runtime::MutexLock lock(&mu_);
   absl::Status status = WriteAll(fd_, {lines.GetString(), lines.GetSize()}, path_);
   if (!status.ok()) return status;
   if (::fdatasync(fd_) != 0) {

@@ -16,8 +16,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "runtime/mutex.h"
 #include "shipper/output/output.h"
 
 namespace shipper {
@@ -40,7 +40,7 @@ class DeadLetters {
   const int fd_;  // -1: log instead
   const std::string path_;
 
-  absl::Mutex mu_;  // keeps each Record's lines together
+  runtime::Mutex mu_;  // keeps each Record's lines together
 };
 
 }  // namespace shipper

@@ -8,9 +8,9 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include "runtime/mutex.h"
 #include "runtime/worker_pool.h"
 #include "shipper/metrics/shipper_metrics.h"
 #include "shipper/output/queued_events.h"
@@ -37,7 +37,7 @@ class ScriptedOutput final : public Output {
   absl::Status Write(const Events& events, Outcome* outcome) override {
     Step step;  // once the script is over: OK, nothing rejected
     {
-      absl::MutexLock lock(&mu_);
+      runtime::MutexLock lock(&mu_);
       ++calls_;
       if (!script_.empty()) {
         step = std::move(script_.front());
@@ -50,7 +50,7 @@ class ScriptedOutput final : public Output {
     if (!step.later) return Apply(step, indexes, outcome);
     outcome->finish = [this, step, indexes](Outcome* outcome) {
       {
-        absl::MutexLock lock(&mu_);
+        runtime::MutexLock lock(&mu_);
         calls_log_.push_back(absl::StrCat("finish ", indexes[0]));
       }
       return Apply(step, indexes, outcome);
@@ -59,24 +59,24 @@ class ScriptedOutput final : public Output {
   }
 
   int calls() {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     return calls_;
   }
   // Events of the writes it confirmed, the rejected ones not included.
   size_t written() {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     size_t n = 0;
     for (const auto& [index, times] : written_) n += times;
     return n;
   }
   // "write <index>" and "finish <index>" per call, by the index of its first event.
   std::vector<std::string> calls_log() {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     return calls_log_;
   }
   // How often the event with queue index `index` was written.
   int times_written(uint64_t index) {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     return written_[index];
   }
 
@@ -86,7 +86,7 @@ class ScriptedOutput final : public Output {
     for (size_t i : step.reject) outcome->rejected.push_back({i, absl::StrCat("bad event ", i)});
     for (size_t i : step.fail) outcome->Fail(i, "partition without a leader");
     if (!step.status.ok()) return step.status;
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     for (size_t i = 0; i < indexes.size(); ++i) {
       const bool unwritten = std::count(step.reject.begin(), step.reject.end(), i) +
                                  std::count(step.fail.begin(), step.fail.end(), i) >
@@ -96,7 +96,7 @@ class ScriptedOutput final : public Output {
     return absl::OkStatus();
   }
 
-  absl::Mutex mu_;
+  runtime::Mutex mu_;
   std::deque<Step> script_ ABSL_GUARDED_BY(mu_);
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> calls_log_ ABSL_GUARDED_BY(mu_);

@@ -90,10 +90,9 @@ std::vector<Key<ServerSettings>> ServerKeys() {
                 ssl(&ServerTls::certificate)),
       K::String("shipper.server.ssl.key", "PEM private key of ssl.certificate",
                 ssl(&ServerTls::key)),
-      K::StringList(
-          "shipper.server.ssl.certificate_authorities",
-          "PEM files (a list, or one) of the CAs that client certificates must chain to",
-          ssl(&ServerTls::certificate_authorities)),
+      K::StringList("shipper.server.ssl.certificate_authorities",
+                    "PEM files (a list, or one) of the CAs that client certificates must chain to",
+                    ssl(&ServerTls::certificate_authorities)),
       K::Choice<ClientAuthentication>(
           "shipper.server.ssl.client_authentication",
           "none: no client certificate; optional: verified if sent; required: mTLS",
@@ -113,10 +112,10 @@ void ValidateServer(const ServerSettings& server, Problems* problems) {
         "be below 2GiB");
   }
   if (limits.max_receive_memory < limits.max_message_size) {
-    problems->Add(absl::StrCat(
-        "config: shipper.server.max_receive_memory (", limits.max_receive_memory,
-        " bytes) must be at least shipper.server.max_message_size (", limits.max_message_size,
-        " bytes), or no request of that size could arrive"));
+    problems->Add(
+        absl::StrCat("config: shipper.server.max_receive_memory (", limits.max_receive_memory,
+                     " bytes) must be at least shipper.server.max_message_size (",
+                     limits.max_message_size, " bytes), or no request of that size could arrive"));
   }
 }
 

@@ -78,8 +78,9 @@ InputType ProducerInputType() {
   return MakeInputType<ProducerSettings>(
       "producer",
       {
-          K::Size("shipper.server.max_events_per_request", "most events one PublishEvents may carry",
-                  1, false, limit(&RequestLimits::max_events_per_request)),
+          K::Size("shipper.server.max_events_per_request",
+                  "most events one PublishEvents may carry", 1, false,
+                  limit(&RequestLimits::max_events_per_request)),
           K::Size("shipper.server.max_nesting_depth",
                   "deepest Struct/ListValue nesting in an event's fields or metadata", 1, false,
                   limit(&RequestLimits::max_nesting_depth)),

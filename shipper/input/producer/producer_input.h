@@ -3,8 +3,8 @@
 // streams how far they are persisted. Always on, served on the shared gRPC server
 // (shipper.server.*, shipper/server/server_settings.h) by threads sized from the CPU quota.
 //
-// Its own keys keep the names the archived shipper gave them: shipper.server.max_events_per_request,
-// shipper.server.max_nesting_depth and shipper.strict_mode.
+// Its own keys keep the names the archived shipper gave them:
+// shipper.server.max_events_per_request, shipper.server.max_nesting_depth and shipper.strict_mode.
 //
 // Thread safety: as InputSettings and Input (shipper/input/input.h).
 #ifndef SHIPPER_SHIPPER_INPUT_PRODUCER_PRODUCER_INPUT_H_

@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "runtime/mutex.h"
 #include "shipper/output/batch_json.h"
 #include "shipper/output/file_util.h"
 
@@ -15,12 +15,12 @@ class ConsoleOutput final : public Output {
   absl::Status Write(const Events& events, Outcome*) override {
     thread_local BatchJson json;
     json.Encode(events);
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     return WriteAll(STDOUT_FILENO, json.ndjson(), "stdout");
   }
 
  private:
-  absl::Mutex mu_;  // keeps each batch's lines together
+  runtime::Mutex mu_;  // keeps each batch's lines together
 };
 
 struct ConsoleSettings final : OutputSettings {

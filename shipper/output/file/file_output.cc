@@ -18,8 +18,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "glog/logging.h"
+#include "runtime/mutex.h"
 #include "shipper/config/preflight.h"
 #include "shipper/output/batch_json.h"
 #include "shipper/output/file_util.h"
@@ -73,13 +73,13 @@ class OpenFile {
     const uint64_t target = written();
     std::string dir;
     {
-      absl::MutexLock lock(&mu_);
+      runtime::MutexLock lock(&mu_);
       if (target <= synced_) return;
       dir = dir_;
     }
     absl::Status status = dir.empty() ? absl::OkStatus() : SyncDirectory(dir);
     if (status.ok() && sync_(fd_) != 0) status = Errno("flushing", path_);
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     if (status.ok()) {
       synced_ = target;
       dir_.clear();
@@ -95,7 +95,7 @@ class OpenFile {
   // to come after. Rarely reports an error for bytes an earlier sync did cover, when a later sync
   // failed meanwhile; the batch is then written again (at-least-once).
   absl::Status AwaitSynced(uint64_t end) {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     // After a failed fdatasync, Linux may report success for a retry although the pages were
     // lost: every byte that failed sync covered stays failed.
     while (end > synced_ && end > failed_) synced_or_failed_.Wait(&mu_);
@@ -109,12 +109,12 @@ class OpenFile {
   const SyncFunction sync_;  // ::fdatasync but in tests
 
   std::atomic<uint64_t> written_;
-  absl::Mutex mu_;
+  runtime::Mutex mu_;
   uint64_t synced_ ABSL_GUARDED_BY(mu_) = 0;   // bytes known durable
   uint64_t failed_ ABSL_GUARDED_BY(mu_) = 0;   // bytes a failed sync covered
   absl::Status failure_ ABSL_GUARDED_BY(mu_);  // that sync's error
   std::string dir_ ABSL_GUARDED_BY(mu_);       // to flush on the next sync, if not empty
-  absl::CondVar synced_or_failed_;             // synced_ or failed_ grew
+  runtime::CondVar synced_or_failed_;          // synced_ or failed_ grew
 };
 
 // Flushes files on a thread of its own, as soon as they are asked for: a worker's batch is made
@@ -128,19 +128,21 @@ class Syncer {
   // Flushes what was asked for, then stops.
   ~Syncer() {
     {
-      absl::MutexLock lock(&mu_);
+      runtime::MutexLock lock(&mu_);
       stopping_ = true;
+      asked_or_stopping_.Signal();
     }
     thread_.join();
   }
 
   // A Sync() of `file` is to come, covering every byte it holds now.
   void Ask(std::shared_ptr<OpenFile> file) {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     for (const std::shared_ptr<OpenFile>& asked : asked_) {
       if (asked == file) return;
     }
     asked_.push_back(std::move(file));
+    asked_or_stopping_.Signal();
   }
 
  private:
@@ -148,8 +150,8 @@ class Syncer {
     std::vector<std::shared_ptr<OpenFile>> files;
     while (true) {
       {
-        absl::MutexLock lock(&mu_);
-        mu_.Await(absl::Condition(this, &Syncer::AskedOrStopping));
+        runtime::MutexLock lock(&mu_);
+        while (asked_.empty() && !stopping_) asked_or_stopping_.Wait(&mu_);
         if (asked_.empty()) return;  // stopping
         files.swap(asked_);
       }
@@ -157,11 +159,8 @@ class Syncer {
       files.clear();
     }
   }
-  bool AskedOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !asked_.empty() || stopping_;
-  }
-
-  absl::Mutex mu_;
+  runtime::Mutex mu_;
+  runtime::CondVar asked_or_stopping_;
   std::vector<std::shared_ptr<OpenFile>> asked_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: starts once the rest is built
@@ -246,7 +245,7 @@ class FileOutput final : public Output {
     // lock is released.
     std::vector<ScopedFd> deleted;
     {
-      absl::MutexLock lock(&mu_);
+      runtime::MutexLock lock(&mu_);
       // Writes runs of lines that fit the current file, rotating between runs.
       size_t run_begin = 0, run_bytes = 0;
       for (size_t i = 0; i < json.size(); ++i) {
@@ -329,7 +328,7 @@ class FileOutput final : public Output {
   const SyncFunction sync_;
   const std::unique_ptr<Syncer> syncer_;  // null with fsync: never
 
-  absl::Mutex mu_;  // keeps each batch's lines together and orders rotations
+  runtime::Mutex mu_;  // keeps each batch's lines together and orders rotations
   std::shared_ptr<OpenFile> file_ ABSL_GUARDED_BY(mu_);
   size_t size_ ABSL_GUARDED_BY(mu_);  // of file_
 };

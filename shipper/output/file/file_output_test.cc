@@ -14,10 +14,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include "runtime/mutex.h"
 #include "shipper/output/queued_events.h"
 
 namespace shipper {
@@ -191,27 +190,27 @@ class RecordingSync {
     struct stat st;
     if (::fstat(fd, &st) != 0) return -1;
     if (::fdatasync(fd) != 0) return -1;
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     ++flushes_;
     uint64_t& synced = synced_[st.st_ino];
     synced = std::max<uint64_t>(synced, st.st_size);
     return 0;
   }
   int flushes() {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     return flushes_;
   }
   // Of the file at `path` (0 if never flushed).
   uint64_t synced(const std::string& path) {
     struct stat st;
     EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     auto it = synced_.find(st.st_ino);
     return it == synced_.end() ? 0 : it->second;
   }
 
  private:
-  absl::Mutex mu_;
+  runtime::Mutex mu_;
   int flushes_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<ino_t, uint64_t> synced_ ABSL_GUARDED_BY(mu_);
 };
@@ -239,7 +238,7 @@ uint64_t EndOfLine(const std::string& path, uint64_t index) {
 
 TEST_F(FileOutputTest, WriteReturnsBeforeItsFlushWhichItsFinishAwaitsAndFsyncNeverHasNone) {
   RecordingSync recording;
-  absl::Notification flush_started, release_flush;
+  runtime::Notification flush_started, release_flush;
   absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, [&](int fd) {
     flush_started.Notify();
     release_flush.WaitForNotification();
@@ -294,7 +293,7 @@ TEST_F(FileOutputTest, AFailedFlushFailsItsBatchAndALaterFlushServesTheNext) {
 
 TEST_F(FileOutputTest, WritersThatFinishDuringAFlushShareTheNextOne) {
   RecordingSync recording;
-  absl::Notification first_flush_started, release_first_flush;
+  runtime::Notification first_flush_started, release_first_flush;
   std::atomic<int> calls{0};
   absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, [&](int fd) {
     if (calls.fetch_add(1) == 0) {

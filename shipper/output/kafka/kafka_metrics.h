@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "runtime/mutex.h"
 #include "shipper/metrics/metric.h"
 
 namespace shipper {
@@ -41,16 +41,16 @@ struct KafkaMetrics {
     std::optional<absl::Duration> rtt;
   };
   void SetBrokers(std::map<std::string, Broker> brokers) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     brokers_ = std::move(brokers);
   }
   std::map<std::string, Broker> brokers() const ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     return brokers_;
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable runtime::Mutex mu_;
   std::map<std::string, Broker> brokers_ ABSL_GUARDED_BY(mu_);
 };
 

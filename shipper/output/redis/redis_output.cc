@@ -13,8 +13,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "hiredis/hiredis.h"
+#include "runtime/mutex.h"
 #include "shipper/event/field_format.h"
 #include "shipper/output/batch_json.h"
 
@@ -135,7 +135,7 @@ class RedisOutput final : public Output {
   // An idle connection, or a new one to the next host that answers (stored in *host).
   absl::StatusOr<Connection> Acquire(size_t* host) {
     {
-      absl::MutexLock lock(&mu_);
+      runtime::MutexLock lock(&mu_);
       if (!idle_.empty()) {
         auto [connection, h] = std::move(idle_.back());
         idle_.pop_back();
@@ -155,7 +155,7 @@ class RedisOutput final : public Output {
   }
 
   void Release(Connection connection, size_t host) {
-    absl::MutexLock lock(&mu_);
+    runtime::MutexLock lock(&mu_);
     idle_.emplace_back(std::move(connection), host);
   }
 
@@ -200,7 +200,7 @@ class RedisOutput final : public Output {
   const FieldFormat key_;
 
   std::atomic<size_t> next_host_{0};  // where new connections go
-  absl::Mutex mu_;
+  runtime::Mutex mu_;
   std::vector<std::pair<Connection, size_t>> idle_ ABSL_GUARDED_BY(mu_);  // with its host
 };
 
