@@ -1,0 +1,97 @@
+// PublishEvents of the Producer API: each call's request goes into the queue and the reply says
+// how many of its events were accepted, up to which index.
+//
+// PublishEvents hands the request's bytes themselves to the queue: each accepted event is the
+// slice of them that encodes it (wire_event.h), never decoded into messages, and the request is
+// freed when its last event is acknowledged. When the queue is full it accepts a prefix
+// (waiting briefly if nothing fits) and the client resends the rest.
+//
+// Each request's copy counts against the memory budget (runtime/memory_budget.h) from before it
+// is copied until the request is freed. When the budget cannot take a request, it waits as for
+// room in the queue and then replies that none of it was accepted (the client resends), so
+// memory never grows past the budget; a request larger than the whole budget is refused with
+// RESOURCE_EXHAUSTED naming shipper.queue.mem.bytes.
+//
+// The calls are served with gRPC's async API so that they run on threads sized from the CPU
+// quota (a WorkerPool calling Serve()); gRPC's callback threads are sized from the host's cores
+// and cannot be bounded. PublishEvents is a generic method (RegisterWith), so that gRPC reads a
+// request's message only once a posted call takes it, and at most
+// max_receive_memory / max_message_size calls are posted.
+//
+// Requests are taken as raw bytes and scanned here (request_validation.h), so bad input gets
+// INVALID_ARGUMENT saying what is wrong and which limit it broke, where gRPC's own decoding
+// answers INTERNAL "Unable to parse request" whatever the cause.
+//
+// Thread safety: Serve() from any number of threads; StopAccepting() from any thread; the rest
+// from the thread that drives the server.
+#ifndef SHIPPER_SHIPPER_INPUT_PRODUCER_PUBLISH_CALLS_H_
+#define SHIPPER_SHIPPER_INPUT_PRODUCER_PUBLISH_CALLS_H_
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/server_builder.h"
+#include "queue/queue.h"
+#include "runtime/memory_budget.h"
+#include "runtime/worker_pool.h"
+#include "shipper/input/producer/request_validation.h"
+
+namespace shipper {
+
+class PublishCalls {
+ public:
+  // `queue` and `budget` must outlive the calls; `on_ack` is the queue producer's (queue.h).
+  // gRPC is given at most max_receive_memory / limits.max_message_size calls to read requests
+  // into at once (at least 1, at most 32).
+  PublishCalls(queue::Queue* queue, runtime::MemoryBudget* budget, std::string uuid,
+               RequestLimits limits, size_t max_receive_memory, queue::AckCallback on_ack);
+  PublishCalls(const PublishCalls&) = delete;
+  PublishCalls& operator=(const PublishCalls&) = delete;
+
+  // Registers the generic service that takes PublishEvents calls, and the completion queue they
+  // arrive on. Call once, before the server is built.
+  void RegisterWith(grpc::ServerBuilder* builder);
+  // Starts taking calls. REQUIRES: the server was built and started.
+  void Start();
+  // Handles calls until `worker` is asked to stop or the completion queue is shut down and empty.
+  void Serve(const runtime::WorkerPool::Worker& worker);
+  // Refuses publishes from now on (UNAVAILABLE).
+  void StopAccepting();
+  // Shuts the completion queue down. REQUIRES: the server has shut down.
+  void Shutdown();
+  // After Shutdown() and once no Serve() runs: ends what is left in the completion queue.
+  void Finish();
+
+ private:
+  class Call;
+  class Request;
+
+  // Charges the memory budget for `bytes` (waiting until `deadline` at most) and copies and
+  // scans them into the request. False when the call is decided already: *status (and, when OK,
+  // the reply: none accepted) is what to send.
+  bool Receive(const grpc::ByteBuffer& bytes, absl::Time deadline, Request& request,
+               grpc::Status* status);
+  // Puts the received request's events into the queue (waiting until `deadline` at most when
+  // none fits) and fills the reply; the status to send.
+  grpc::Status Publish(absl::Time deadline, Request& request);
+
+  // Constant after construction.
+  queue::Queue* const queue_;
+  runtime::MemoryBudget* const budget_;
+  const std::string uuid_;
+  const RequestLimits limits_;
+  const int waiting_calls_;  // calls posted to gRPC ahead of time
+  const std::unique_ptr<queue::Producer> producer_;
+  grpc::AsyncGenericService generic_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // set once by RegisterWith
+
+  std::atomic<bool> accepting_{true};
+};
+
+}  // namespace shipper
+
+#endif  // SHIPPER_SHIPPER_INPUT_PRODUCER_PUBLISH_CALLS_H_
