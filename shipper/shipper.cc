@@ -65,7 +65,7 @@ class ShipperImpl final : public Shipper {
         DeadLetters::Open(config_.dead_letter_path);
     if (!dead_letters.ok()) return dead_letters.status();
     Delivery::Options delivery;
-    delivery.bulk_max_size = config_.bulk_max_size;
+    delivery.batch_max_events = config_.batch_max_events;
     delivery.backoff_init = config_.backoff_init;
     delivery.backoff_max = config_.backoff_max;
     delivery.name = config_.output;

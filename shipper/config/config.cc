@@ -89,8 +89,9 @@ std::vector<Key<Config>> PipelineKeys() {
           "shipper.queue.disk.wait_strategy", "as shipper.queue.mem.wait_strategy",
           "blocking|phased|sleeping", queue::ParseWaitStrategy, queue::WaitStrategyName,
           [](Config& c) -> queue::WaitStrategy& { return c.disk.wait_strategy; }),
-      K::Size("shipper.output.bulk_max_size", "most events an output writes at once", 1, false,
-              &Config::bulk_max_size),
+      K::Size("shipper.output.batch_max_events",
+              "most events an output worker takes from the queue and writes at once", 1, false,
+              &Config::batch_max_events),
       K::Duration("shipper.output.backoff.init",
                   "first wait before an output retries what failed; doubles up to backoff.max",
                   &Config::backoff_init),
@@ -146,6 +147,8 @@ constexpr std::pair<const char*, const char*> kDeprecatedKeys[] = {
     {"shipper.http.host", "http.host"},
     {"shipper.http.port", "http.port"},
     {"shipper.metrics.period", "logging.metrics.period"},
+    // Beside shipper.output.elasticsearch.bulk_max_size (events per bulk request) the name misled.
+    {"shipper.output.bulk_max_size", "shipper.output.batch_max_events"},
 };
 
 // Every key: the server's, each input's, the pipeline's, the archived shipper's, then each

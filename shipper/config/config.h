@@ -48,7 +48,7 @@ struct Config {
   bool disk_queue = false;
   queue::DiskOptions disk;  // shipper.queue.disk.*
   // How many events an output worker takes from the queue at once.
-  size_t bulk_max_size = 4096;
+  size_t batch_max_events = 4096;
 
   // Exactly one output is active: shipper.output.<output>, the file output when none is
   // enabled. Its settings are the output's own (shipper/output/<name>/); never null once

@@ -406,6 +406,23 @@ TEST(ConfigTest, LastReleasesSpellingsStillWorkWithAWarning) {
   EXPECT_THAT(Error("shipper.http.port: 65536"), HasSubstr("'http.port': expected a port"));
 }
 
+TEST(ConfigTest, TheOutputBatchSizeHasANameOfItsOwnAndTheOldOneStillWorks) {
+  absl::StatusOr<Config> config = Parse("shipper.output.batch_max_events: 100");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->batch_max_events, 100u);
+  EXPECT_TRUE(config->warnings.empty());
+  // The old name was also the Elasticsearch output's key for events per bulk request.
+  config = Parse("shipper.output.bulk_max_size: 200");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->batch_max_events, 200u);
+  EXPECT_THAT(
+      config->warnings,
+      ::testing::ElementsAre(HasSubstr(
+          "shipper.output.bulk_max_size is deprecated: write shipper.output.batch_max_events")));
+  EXPECT_THAT(Error("shipper.output.bulk_max_size: 0"),
+              HasSubstr("'shipper.output.batch_max_events': expected a whole number >= 1"));
+}
+
 TEST(ConfigTest, TheArchivedShippersOwnKeys) {
   // Its sample config, verbatim.
   absl::StatusOr<Config> config = LoadConfig("tests/config/elastic-agent-shipper.yml", {});

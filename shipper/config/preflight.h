@@ -1,6 +1,6 @@
 // Checks that the machine can run a configuration: files readable, directories writable,
 // addresses resolvable. They create, bind and write nothing, so --check_config can run them
-// anywhere; start runs the very same checks first (config.h: CheckConfig).
+// anywhere; start runs the very same checks first (config.h: Preflight).
 //
 // Each check adds what it finds to `problems`, one line naming `key`.
 //

@@ -26,7 +26,7 @@ std::vector<uint64_t> LatencyBounds() {
           30 * kSecond};
 }
 
-// Batches run from 1 event to shipper.output.bulk_max_size (4096 by default).
+// Batches run from 1 event to shipper.output.batch_max_events (4096 by default).
 std::vector<uint64_t> BatchSizeBounds() { return {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536}; }
 
 constexpr double kNanosecondsToSeconds = 1e-9;

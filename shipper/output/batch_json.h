@@ -1,4 +1,4 @@
-// A batch encoded once, as NDJSON, by the one event encoder (shipper/event_json.h).
+// A batch encoded once, as NDJSON, by the one event encoder (shipper/event/event_json.h).
 //
 // Outputs that write the whole batch take ndjson(); outputs that send events one by one (Redis)
 // take document(i). Either way each event is encoded exactly once. Metadata::kOmit encodes the

@@ -21,8 +21,8 @@ Delivery::Delivery(queue::Queue* queue, std::unique_ptr<Output> output,
 void Delivery::Run() {
   const absl::Time end = absl::Now() + options_.poll;
   std::optional<Flight> finishing;  // written; finished once the next batch is written
-  for (queue::Batch batch = queue_->Get(options_.bulk_max_size, end); !batch.empty();
-       batch = queue_->Get(options_.bulk_max_size, absl::Now())) {
+  for (queue::Batch batch = queue_->Get(options_.batch_max_events, end); !batch.empty();
+       batch = queue_->Get(options_.batch_max_events, absl::Now())) {
     Flight flight = Begin(std::move(batch));
     if (finishing) End(*finishing);
     finishing.reset();

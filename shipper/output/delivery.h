@@ -31,10 +31,10 @@ namespace shipper {
 
 class Delivery {
  public:
-  // The config keys of the retry policy are shipper.output.{bulk_max_size,backoff.*}; their
+  // The config keys of the retry policy are shipper.output.{batch_max_events,backoff.*}; their
   // defaults are config.h's.
   struct Options {
-    size_t bulk_max_size;  // events per batch
+    size_t batch_max_events;  // events per batch
     absl::Duration backoff_init;
     absl::Duration backoff_max;
     // How long an idle worker waits for a batch before it returns to the pool (which checks

@@ -113,7 +113,7 @@ std::vector<pb::Event> TestEvents(int n) {
 
 Delivery::Options FastOptions() {
   Delivery::Options options;
-  options.bulk_max_size = 10;
+  options.batch_max_events = 10;
   options.backoff_init = absl::Milliseconds(1);
   options.backoff_max = absl::Milliseconds(4);
   options.poll = absl::Milliseconds(10);

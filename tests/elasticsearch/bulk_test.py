@@ -30,7 +30,7 @@ class BulkTest(unittest.TestCase):
         # Requests over 400 KB (about 1,900 of these events) are too large: the output splits.
         fake.set(max_bytes=400_000)
         fake.fail_requests(429, 503, "close", 413, 429, "close", 503)
-        shipper = start_shipper(d, fake.url(), "-E", "shipper.output.bulk_max_size=4000",
+        shipper = start_shipper(d, fake.url(), "-E", "shipper.output.batch_max_events=4000",
                                 "-E", "shipper.output.elasticsearch.bulk_max_size=2500",
                                 "-E", "shipper.queue.mem.events=65536")
         publisher = Publisher(shipper)

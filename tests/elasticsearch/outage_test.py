@@ -80,7 +80,7 @@ class OutageTest(unittest.TestCase):
                 fake = FakeElasticsearch()
                 fake.set(delay=0.2)
                 shipper = start_shipper(d, fake.url(), "--cpus=2",
-                                        "-E", "shipper.output.bulk_max_size=100",
+                                        "-E", "shipper.output.batch_max_events=100",
                                         "-E", f"shipper.output.elasticsearch.worker={worker}")
                 publisher = Publisher(shipper)
                 try:

@@ -1,5 +1,5 @@
 // Floods of every event shape, each against a fresh Shipper with its output down (a Redis output
-// pointed at a port where nothing listens), 16 channels × 8 calls in flight, as in issue 19:
+// pointed at a port where nothing listens), 16 channels × 8 calls in flight:
 // - peak RSS (VmHWM) stays within the bound the README states: shipper.queue.mem.bytes +
 //   shipper.server.max_receive_memory + the fixed overhead, as the process itself reports them;
 // - clients see partial acceptance, never growth;

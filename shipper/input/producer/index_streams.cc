@@ -13,8 +13,7 @@ namespace pb = elastic::agent::shipper::v1::messages;
 class IndexStreams::Stream final : public grpc::ServerWriteReactor<pb::PersistedIndexReply> {
  public:
   // A zero interval asks for one reply.
-  Stream(IndexStreams* streams, absl::Duration interval)
-      : streams_(streams), interval_(interval) {
+  Stream(IndexStreams* streams, absl::Duration interval) : streams_(streams), interval_(interval) {
     reply_.set_uuid(streams->uuid_);
   }
 

@@ -93,8 +93,7 @@ class PublishCalls::Call final {
   // Asks gRPC for the next call.
   explicit Call(PublishCalls* calls)
       : calls_(calls), request_(new Request(calls->budget_)), stream_(&context_) {
-    calls->generic_.RequestCall(&context_, &stream_, calls->cq_.get(), calls->cq_.get(),
-                                  this);
+    calls->generic_.RequestCall(&context_, &stream_, calls->cq_.get(), calls->cq_.get(), this);
   }
   ~Call() { request_->Release(); }
 
@@ -167,9 +166,8 @@ PublishCalls::PublishCalls(queue::Queue* queue, runtime::MemoryBudget* budget, s
       budget_(budget),
       uuid_(std::move(uuid)),
       limits_(limits),
-      waiting_calls_(static_cast<int>(
-          std::clamp<size_t>(max_receive_memory / std::max<size_t>(limits.max_message_size, 1), 1,
-                             kMaxWaitingCalls))),
+      waiting_calls_(static_cast<int>(std::clamp<size_t>(
+          max_receive_memory / std::max<size_t>(limits.max_message_size, 1), 1, kMaxWaitingCalls))),
       producer_(queue->NewProducer(std::move(on_ack))) {}
 
 void PublishCalls::StopAccepting() {
@@ -216,7 +214,7 @@ void PublishCalls::Finish() {
 }
 
 bool PublishCalls::Receive(const grpc::ByteBuffer& bytes, absl::Time deadline, Request& request,
-                              grpc::Status* status) {
+                           grpc::Status* status) {
   pb::PublishReply& reply = request.reply();
   reply.set_uuid(uuid_);
   // Take() refuses what is larger than max_message_size before it copies anything.
