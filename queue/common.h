@@ -37,13 +37,13 @@ struct PublishSide {
 };
 
 // Publish and TryPublish (`deadline` absl::InfinitePast()) of the disk queue. The memory queue
-// keeps the same loop written out in QueueImpl::Publish: through this template its single-event
-// publishes took 30-50 ns more CPU per event (queue_bench direct/1p|4p/single, measured), which
-// the disk queue, copying every event's bytes anyway, does not notice. Takes side.mu and calls
-// accept(rest, wakeups) for the events not yet accepted, returning how many it accepted, until
-// all are, the deadline passes, or the producer is cancelled or the queue closed. Between tries
-// it waits on side.producers until room_changed() (called under that channel's mutex) says that
-// room may have appeared since accept last looked.
+// keeps the same loop written out in MemoryQueueImpl::Publish: through this template its
+// single-event publishes took 30-50 ns more CPU per event (queue_bench direct/1p|4p/single,
+// measured), which the disk queue, copying every event's bytes anyway, does not notice. Takes
+// side.mu and calls accept(rest, wakeups) for the events not yet accepted, returning how many it
+// accepted, until all are, the deadline passes, or the producer is cancelled or the queue closed.
+// Between tries it waits on side.producers until room_changed() (called under that channel's mutex)
+// says that room may have appeared since accept last looked.
 template <typename Accept, typename RoomChanged>
 PublishResult PublishLoop(const PublishSide& side, ProducerState* producer,
                           absl::Span<Event> events, absl::Time deadline, Accept accept,
@@ -96,9 +96,9 @@ PublishResult PublishLoop(const PublishSide& side, ProducerState* producer,
   return result;
 }
 
-// When a Get hands out what it can (see Options): at once in the direct loop; in the buffered
-// loop once min_events gathered, flush_timeout passed since the first of them was published, the
-// queue closed or a producer is blocked.
+// When a Get hands out what it can (the options' flush_min_events and flush_timeout): at once in
+// the direct loop; in the buffered loop once min_events gathered, flush_timeout passed since the
+// first of them was published, the queue closed or a producer is blocked.
 struct FlushPolicy {
   bool buffered;
   size_t min_events;

@@ -67,7 +67,8 @@ struct DiskOptions {
   // to read without a copy) and an emptied one for reuse; batches being delivered also keep the
   // buffer they were read from. 4 MiB syncs at what this machine's disk allows (BENCHMARKS.md).
   uint64_t buffer_size = 0;
-  // The event loop and wait strategy, as Options (shipper.queue.disk.flush.*, ...wait_strategy).
+  // The event loop and wait strategy, as MemoryOptions (shipper.queue.disk.flush.*,
+  // ...wait_strategy).
   size_t flush_min_events = 1;
   absl::Duration flush_timeout = absl::Milliseconds(5);
   WaitStrategy wait_strategy = WaitStrategy::kBlocking;

@@ -1,16 +1,28 @@
-// The memory queue: a bounded ring of opaque events between producers (the gRPC server) and
-// consumers (output workers), with acknowledgements in publish order.
+// The interface both queues implement, the memory queue (memory_queue.h) and the disk queue
+// (disk_queue.h): opaque events between producers (the gRPC server) and consumers (output
+// workers), with acknowledgements in publish order.
 //
-// Every accepted event gets the next index of one ascending sequence starting at 1. Consumers take
-// batches of consecutive indexes and mark them Done in any order; the persisted index is the
-// highest N such that every event with index <= N is done. Producers learn, through their ACK
-// callback, how many of their events became persisted, in the order they published them.
+// Every accepted event gets the next index of one ascending sequence starting at 1 (the disk
+// queue's recovered events take the first ones). Consumers take batches of consecutive indexes
+// (Get) and mark each batch done (Batch::Done) in any order, once its events are handed off for
+// good. The persisted index (persisted_index()) is the highest N such that every event with
+// index <= N is safe; what safe means is the queue's:
+//
+//   memory queue  done: Batch::Done() was called for it, which Delivery does once the output
+//                 confirmed it (or it was dead-lettered). Get hands out events not yet persisted.
+//   disk queue    durable: written and fdatasynced into a segment file, before any consumer can
+//                 take it (Get hands out persisted events only). Done() does not move it: done
+//                 events are recorded apart (the state file), so the persisted index runs ahead
+//                 of what the outputs delivered, and what lies between is delivered from the
+//                 files, after a restart too.
+//
+// Producers learn, through their ACK callback, how many of their events became persisted, in the
+// order they published them. Drain() and stats() count events not yet done, for both queues.
 //
 // Thread safety: Queue and Producer are safe for concurrent use from any number of threads.
 // A Batch is used by one thread at a time and may be handed between threads. Destroy a Producer
 // before its Queue, and the Queue only after every call into it (Batch::Done included) has
-// returned. Publishing takes a mutex shared by producers only and Get/Done one shared by
-// consumers only, so the two sides never wait for each other's bookkeeping.
+// returned.
 #ifndef SHIPPER_QUEUE_QUEUE_H_
 #define SHIPPER_QUEUE_QUEUE_H_
 
@@ -29,7 +41,8 @@
 
 namespace shipper::queue {
 
-// How waiting consumers and blocked producers wait (shipper.queue.mem.wait_strategy).
+// How waiting consumers and blocked producers wait, in either queue
+// (shipper.queue.mem.wait_strategy, shipper.queue.disk.wait_strategy).
 enum class WaitStrategy {
   kBlocking,  // sleep on a futex/condition variable; wakers pay a syscall only if someone sleeps
   kPhased,    // spin briefly, then yield, then block
@@ -40,25 +53,6 @@ enum class WaitStrategy {
 absl::StatusOr<WaitStrategy> ParseWaitStrategy(absl::string_view name);
 // The inverse of ParseWaitStrategy.
 absl::string_view WaitStrategyName(WaitStrategy strategy);
-
-struct Options {
-  size_t max_events = 65536;  // shipper.queue.mem.events
-  // shipper.queue.mem.bytes; 0 means no byte limit. An event larger than max_bytes is accepted
-  // only into an empty queue, alone; otherwise it could never be accepted at all.
-  size_t max_bytes = 64 << 20;
-  // Direct loop when flush_min_events <= 1: Get returns as soon as anything is queued. Otherwise
-  // buffered: Get waits until flush_min_events have gathered or flush_timeout has passed since the
-  // first of them was published, or a producer is blocked because the queue is full.
-  size_t flush_min_events = 1;                           // shipper.queue.mem.flush.min_events
-  absl::Duration flush_timeout = absl::Milliseconds(5);  // shipper.queue.mem.flush.timeout
-  // shipper.queue.mem.wait_strategy. Blocking is the default because queue_bench measured it
-  // best for a sidecar: no CPU when idle, the lowest wake-up latency, and about a third of
-  // phased's consumer CPU at 10k events/s. Phased only wins for single-event publishes in a
-  // tight loop, where the consumer would otherwise sleep and be woken for every event.
-  WaitStrategy wait_strategy = WaitStrategy::kBlocking;
-  absl::Duration sleep_min = absl::Microseconds(50);  // kSleeping only
-  absl::Duration sleep_max = absl::Milliseconds(10);  // kSleeping only
-};
 
 struct PublishResult {
   size_t accepted = 0;      // events taken from the front of the span
@@ -85,7 +79,7 @@ class Batch {
   Batch(Batch&& other) noexcept;
   Batch& operator=(Batch&& other) noexcept;
   // REQUIRES: Done() was called, or the batch is empty (else the process aborts: an undone
-  // batch would hold the persisted index back forever).
+  // batch would hold back forever what the queue counts as done).
   ~Batch();
 
   size_t size() const { return size_; }
@@ -101,16 +95,17 @@ class Batch {
   // Marks every event of the batch handed off for good. Afterwards the batch is empty.
   void Done();
   // Gives the batch up at shutdown, when the output cannot take it: its events are never done,
-  // so the persisted index stays below them and Drain() counts them as left. Afterwards the
-  // batch is empty. REQUIRES: the queue is closed.
+  // so Drain() counts them as left (the memory queue's persisted index stays below them; the
+  // disk queue delivers them again after a restart). Afterwards the batch is empty.
+  // REQUIRES: the queue is closed.
   void Abandon() { size_ = 0; }
 
  private:
   friend class Queue;
-  // The queue's ring slots start with their Event (queue.cc checks it).
+  // The queue's ring slots start with their Event (each queue checks it of its slots).
   static constexpr size_t kSlotBytes = 32;
 
-  // Set by the queue; see queue.cc.
+  // Set by the queue (Queue::MakeBatch).
   Queue* queue_ = nullptr;
   const char* slots_ = nullptr;  // the ring
   uint64_t mask_ = 0;            // index -> slot
@@ -134,23 +129,23 @@ class Producer {
 
 class Queue {
  public:
-  // INVALID_ARGUMENT names the option to fix: the one Validate() finds.
-  static absl::StatusOr<std::unique_ptr<Queue>> Create(const Options& options);
-  // Whether Create() would take `options`; reads nothing else.
-  static absl::Status Validate(const Options& options);
   virtual ~Queue() = default;
 
   // `on_ack` may be null. The producer must not outlive the queue. Destroying it cancels it and
   // stops its callback; the events it published are still delivered.
   virtual std::unique_ptr<Producer> NewProducer(AckCallback on_ack) = 0;
 
-  // Waits for up to `max_events` consecutive events by the flush policy (see Options). Returns an
-  // empty batch when `deadline` passes first, or when the queue is closed and nothing is left.
+  // Waits for up to `max_events` consecutive events by the flush policy (the options'
+  // flush_min_events and flush_timeout). Returns an empty batch when `deadline` passes first, or
+  // when the queue is closed and nothing is left.
   virtual Batch Get(size_t max_events, absl::Time deadline = absl::InfiniteFuture()) = 0;
 
-  // Highest N such that every event with index <= N is done (0 before any).
+  // Highest N such that every event with index <= N is persisted: done for the memory queue,
+  // durable for the disk queue (see above). 0 before any; the disk queue starts at the events it
+  // recovered, which count as persisted.
   virtual uint64_t persisted_index() const = 0;
-  // Highest index given to an event so far (0 before any).
+  // Highest index given to an event so far (0 before any; the disk queue's recovered events
+  // have indexes 1..N).
   virtual uint64_t published_index() const = 0;
   // Blocks until persisted_index() > `index`, `deadline` passes or the queue is closed and
   // drained; returns persisted_index().

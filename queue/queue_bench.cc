@@ -24,7 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "concurrentqueue/blockingconcurrentqueue.h"
-#include "queue/queue.h"
+#include "queue/memory_queue.h"
 
 ABSL_FLAG(bool, quick, false, "short run: fewer events, 1 s idle measurements");
 ABSL_FLAG(std::string, filter, "", "only run benchmarks whose name contains this");
@@ -97,7 +97,7 @@ Run Measure(int producers, uint64_t total, Publish publish, Consume consume) {
 // The queue's full path. Events carry 64 bytes each for the byte limit and no owner, so both
 // sides move bare pointers.
 Run QueueRun(bool buffered, int producers, bool batch, uint64_t total) {
-  Options options;
+  MemoryOptions options;
   if (!absl::GetFlag(FLAGS_wait_strategy).empty()) {
     options.wait_strategy = ParseWaitStrategy(absl::GetFlag(FLAGS_wait_strategy)).value();
   }
@@ -105,7 +105,7 @@ Run QueueRun(bool buffered, int producers, bool batch, uint64_t total) {
     options.flush_min_events = 1024;
     options.flush_timeout = absl::Milliseconds(5);
   }
-  auto queue = std::move(Queue::Create(options)).value();
+  auto queue = std::move(MemoryQueue::Create(options)).value();
   struct alignas(64) Acked {
     std::atomic<uint64_t> n{0};
   };
@@ -201,9 +201,9 @@ struct WaitResult {
 // Wake: a producer publishes one event (carrying its publish time) after a random pause of
 // 20 us..1 ms; the consumer measures how long the event took to come out of Get.
 WaitResult MeasureWait(WaitStrategy strategy, absl::Duration idle, int wakes) {
-  Options options;
+  MemoryOptions options;
   options.wait_strategy = strategy;
-  auto queue = std::move(Queue::Create(options)).value();
+  auto queue = std::move(MemoryQueue::Create(options)).value();
   auto producer = queue->NewProducer(nullptr);
   std::vector<double> latencies_us;
   latencies_us.reserve(wakes);
@@ -289,7 +289,7 @@ void Main() {
       }
     }
   }
-  const WaitStrategy kDefault = Options().wait_strategy;
+  const WaitStrategy kDefault = MemoryOptions().wait_strategy;
   std::string default_line;
   for (WaitStrategy s : {WaitStrategy::kBlocking, WaitStrategy::kPhased, WaitStrategy::kSleeping}) {
     const std::string name = absl::StrCat("wait/", WaitStrategyName(s));

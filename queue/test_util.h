@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "queue/queue.h"
+#include "queue/memory_queue.h"
 
 namespace shipper::queue::testing {
 
@@ -57,9 +57,9 @@ inline std::string VariantName(const Variant& v) {
                       std::string(WaitStrategyName(v.strategy)));
 }
 
-// Options for `v`; buffered queues flush at 8 events or after 50 ms.
-inline Options VariantOptions(const Variant& v) {
-  Options options;
+// MemoryOptions for `v`; buffered queues flush at 8 events or after 50 ms.
+inline MemoryOptions VariantOptions(const Variant& v) {
+  MemoryOptions options;
   options.wait_strategy = v.strategy;
   options.sleep_min = absl::Microseconds(20);
   options.sleep_max = absl::Milliseconds(2);

@@ -97,7 +97,7 @@ class WaitChannel {
   std::atomic<int> sleepers_{0};
 };
 
-// Options' wait_strategy, sleep_min and sleep_max (queue.h, where their defaults are).
+// The options' wait_strategy, sleep_min and sleep_max (memory_queue.h, disk_queue.h).
 struct WaitOptions {
   WaitStrategy strategy;
   absl::Duration sleep_min;

@@ -12,6 +12,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "queue/disk_queue.h"
+#include "queue/memory_queue.h"
 #include "queue/queue.h"
 #include "runtime/cpu_monitor.h"
 #include "runtime/executor_sizing.h"
@@ -55,7 +56,8 @@ class ShipperImpl final : public Shipper {
       disk_queue_ = disk->get();
       queue_ = *std::move(disk);
     } else {
-      absl::StatusOr<std::unique_ptr<queue::Queue>> queue = queue::Queue::Create(config_.queue);
+      absl::StatusOr<std::unique_ptr<queue::Queue>> queue =
+          queue::MemoryQueue::Create(config_.queue);
       if (!queue.ok()) return queue.status();
       queue_ = *std::move(queue);
     }

@@ -189,7 +189,7 @@ const std::vector<Key<Draft>>& Keys() {
 
 // What no single key can check on its own, for the pipeline's settings.
 void Validate(const Config& config, Problems* problems) {
-  problems->Add(queue::Queue::Validate(config.queue));
+  problems->Add(queue::MemoryQueue::Validate(config.queue));
   ValidateServer(config.server, problems);
   if (config.backoff_max < config.backoff_init) {
     problems->Add(absl::StrCat("config: shipper.output.backoff.max (",

@@ -23,7 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "queue/disk_queue.h"
-#include "queue/queue.h"
+#include "queue/memory_queue.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/memory_limit.h"
 #include "shipper/input/input.h"
@@ -42,7 +42,7 @@ struct Config {
   const S& input_as(const std::string& name) const {
     return dynamic_cast<const S&>(*inputs.at(name));
   }
-  queue::Options queue;  // shipper.queue.mem.*
+  queue::MemoryOptions queue;  // shipper.queue.mem.*
   // The disk queue instead (shipper.queue.disk.enabled): events survive restarts and outputs
   // down for longer than memory could hold; queue/disk_queue.h says how.
   bool disk_queue = false;

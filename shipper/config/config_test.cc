@@ -431,7 +431,7 @@ TEST(ConfigTest, TheArchivedShippersOwnKeys) {
   EXPECT_EQ(config->server.address, "unix:///tmp/grpc.socket");
   EXPECT_EQ(config->http.host, "localhost");
   EXPECT_FALSE(Producer(*config).limits.strict_mode);
-  EXPECT_EQ(config->queue.max_events, queue::Options().max_events);
+  EXPECT_EQ(config->queue.max_events, queue::MemoryOptions().max_events);
   EXPECT_THAT(config->notes, ::testing::ElementsAre(HasSubstr("/metrics serves")));
   EXPECT_TRUE(Parse("monitoring.enabled: true")->notes.size() == 1);
   EXPECT_TRUE(Producer(*Parse("shipper.strict_mode: true")).limits.strict_mode);

@@ -2,7 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "queue/queue.h"
+#include "queue/memory_queue.h"
 
 namespace shipper::metrics {
 namespace {
@@ -29,10 +29,10 @@ const MetricFamily* Find(const std::vector<MetricFamily>& families, absl::string
 class ShipperMetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    queue::Options options;
+    queue::MemoryOptions options;
     options.max_events = 100;
     options.max_bytes = 1 << 20;
-    absl::StatusOr<std::unique_ptr<queue::Queue>> queue = queue::Queue::Create(options);
+    absl::StatusOr<std::unique_ptr<queue::Queue>> queue = queue::MemoryQueue::Create(options);
     ASSERT_TRUE(queue.ok()) << queue.status();
     queue_ = *std::move(queue);
     producer_ = queue_->NewProducer(

@@ -2,6 +2,7 @@
 
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "queue/memory_queue.h"
 
 namespace shipper {
 
@@ -11,10 +12,10 @@ QueuedEvents::QueuedEvents(std::vector<elastic::agent::shipper::v1::messages::Ev
         for (const auto& event : events_) bytes.push_back(event.SerializeAsString());
         return bytes;
       }()) {
-  queue::Options options;
+  queue::MemoryOptions options;
   options.max_events = events_.size() + 1;
   options.max_bytes = 0;
-  queue_ = *queue::Queue::Create(options);
+  queue_ = *queue::MemoryQueue::Create(options);
   producer_ = queue_->NewProducer(nullptr);
   std::vector<queue::Event> handles;
   for (const std::string& event : bytes_) {

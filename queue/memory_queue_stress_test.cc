@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "queue/queue.h"
+#include "queue/memory_queue.h"
 #include "queue/test_util.h"
 
 namespace shipper::queue {
@@ -55,10 +55,10 @@ class QueueStressTest : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(QueueStressTest, EveryEventDeliveredAndAckedExactlyOnceInOrder) {
   const uint64_t per_producer = EventsPerProducer();
-  Options options = VariantOptions(GetParam());
+  MemoryOptions options = VariantOptions(GetParam());
   options.max_events = 256;  // small, so producers keep hitting both limits
   options.max_bytes = 256 * 40;
-  auto created = Queue::Create(options);
+  auto created = MemoryQueue::Create(options);
   ASSERT_TRUE(created.ok());
   Queue& queue = **created;
 

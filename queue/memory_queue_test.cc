@@ -1,4 +1,4 @@
-#include "queue/queue.h"
+#include "queue/memory_queue.h"
 
 #include <atomic>
 #include <map>
@@ -45,12 +45,12 @@ struct AckLog {
 
 class QueueTest : public ::testing::TestWithParam<Variant> {
  protected:
-  std::unique_ptr<Queue> NewQueue(Options options) {
-    auto queue = Queue::Create(options);
+  std::unique_ptr<Queue> NewQueue(MemoryOptions options) {
+    auto queue = MemoryQueue::Create(options);
     EXPECT_TRUE(queue.ok()) << queue.status();
     return std::move(*queue);
   }
-  Options BaseOptions() const { return VariantOptions(GetParam()); }
+  MemoryOptions BaseOptions() const { return VariantOptions(GetParam()); }
   bool buffered() const { return GetParam().buffered; }
 
   CountingOwner owner_;
@@ -124,7 +124,7 @@ TEST_P(QueueTest, GetTakesAtMostMaxEventsAndConsumersGetDisjointRanges) {
 }
 
 TEST_P(QueueTest, TryPublishAcceptsThePrefixThatFits) {
-  Options options = BaseOptions();
+  MemoryOptions options = BaseOptions();
   options.max_events = 8;
   auto queue = NewQueue(options);
   auto p = queue->NewProducer(nullptr);
@@ -152,7 +152,7 @@ TEST_P(QueueTest, TryPublishAcceptsThePrefixThatFits) {
 }
 
 TEST_P(QueueTest, ByteLimitWhicheverComesFirst) {
-  Options options = BaseOptions();
+  MemoryOptions options = BaseOptions();
   options.max_events = 100;
   options.max_bytes = 100;
   auto queue = NewQueue(options);
@@ -170,7 +170,7 @@ TEST_P(QueueTest, ByteLimitWhicheverComesFirst) {
 }
 
 TEST_P(QueueTest, EventLargerThanMaxBytesGoesAloneIntoAnEmptyQueue) {
-  Options options = BaseOptions();
+  MemoryOptions options = BaseOptions();
   options.max_bytes = 100;
   auto queue = NewQueue(options);
   auto p = queue->NewProducer(nullptr);
@@ -189,7 +189,7 @@ TEST_P(QueueTest, EventLargerThanMaxBytesGoesAloneIntoAnEmptyQueue) {
 }
 
 TEST_P(QueueTest, PublishWaitsForRoom) {
-  Options options = BaseOptions();
+  MemoryOptions options = BaseOptions();
   options.max_events = 4;
   auto queue = NewQueue(options);
   auto p = queue->NewProducer(nullptr);
@@ -212,7 +212,7 @@ TEST_P(QueueTest, PublishWaitsForRoom) {
 }
 
 TEST_P(QueueTest, PublishGivesUpAtItsDeadline) {
-  Options options = BaseOptions();
+  MemoryOptions options = BaseOptions();
   options.max_events = 2;
   auto queue = NewQueue(options);
   auto p = queue->NewProducer(nullptr);
@@ -226,7 +226,7 @@ TEST_P(QueueTest, PublishGivesUpAtItsDeadline) {
 }
 
 TEST_P(QueueTest, CancelWakesBlockedPublishAndRefusesLaterOnes) {
-  Options options = BaseOptions();
+  MemoryOptions options = BaseOptions();
   options.max_events = 2;
   auto queue = NewQueue(options);
   AckLog acks;
@@ -320,7 +320,7 @@ TEST_P(QueueTest, FlushPolicy) {
 }
 
 TEST_P(QueueTest, BufferedGetFlushesEarlyForBlockedProducers) {
-  Options options = BaseOptions();
+  MemoryOptions options = BaseOptions();
   options.max_events = 8;
   options.max_bytes = 40;  // full by bytes with 4 events, below flush_min_events
   options.flush_timeout = absl::Seconds(30);
@@ -477,7 +477,7 @@ TEST_P(QueueTest, AbandonedBatchesStayUndoneAndAreFreedWithTheQueue) {
 }
 
 TEST_P(QueueTest, CloseWakesBlockedCallers) {
-  Options options = BaseOptions();
+  MemoryOptions options = BaseOptions();
   options.max_events = 1;
   options.flush_min_events = 1;
   auto queue = NewQueue(options);
@@ -550,23 +550,23 @@ TEST(ParseWaitStrategyTest, KnowsTheConfigNames) {
 }
 
 TEST(CreateTest, RejectsBadOptionsNamingThem) {
-  Options options;
+  MemoryOptions options;
   options.max_events = 0;
-  auto q = Queue::Create(options);
+  auto q = MemoryQueue::Create(options);
   EXPECT_EQ(q.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(q.status().message().find("mem.events"), absl::string_view::npos);
 
-  options = Options();
+  options = MemoryOptions();
   options.flush_timeout = -absl::Milliseconds(1);
-  EXPECT_FALSE(Queue::Create(options).ok());
+  EXPECT_FALSE(MemoryQueue::Create(options).ok());
 
-  options = Options();
+  options = MemoryOptions();
   options.wait_strategy = WaitStrategy::kSleeping;
   options.sleep_min = absl::Milliseconds(5);
   options.sleep_max = absl::Milliseconds(1);
-  EXPECT_FALSE(Queue::Create(options).ok());
+  EXPECT_FALSE(MemoryQueue::Create(options).ok());
 
-  EXPECT_TRUE(Queue::Create(Options()).ok());
+  EXPECT_TRUE(MemoryQueue::Create(MemoryOptions()).ok());
 }
 
 }  // namespace
