@@ -68,9 +68,6 @@ using internal::Frame;
 using internal::kFrameHeaderBytes;
 using internal::ProducerState;
 
-constexpr uint64_t kMinSegmentSize = 4 << 10;
-constexpr uint64_t kDefaultMinSegmentSize = 1 << 20;
-constexpr uint64_t kDefaultBufferSize = 4 << 20;
 // How often the delivered sequence number is recorded while events are done: what a crash may
 // deliver again, against one more fdatasync per interval.
 constexpr absl::Duration kStateInterval = absl::Milliseconds(200);
@@ -86,11 +83,6 @@ constexpr size_t kMinRead = 64 << 10;
 constexpr size_t kMaxRead = 112 << 10;
 constexpr char kStateFile[] = "state";
 constexpr char kSegmentSuffix[] = ".seg";
-
-uint64_t SegmentSize(const DiskOptions& options) {
-  if (options.segment_size != 0) return options.segment_size;
-  return std::min(std::max(options.max_size / 10, kDefaultMinSegmentSize), options.max_size / 2);
-}
 
 // Segments are named by the sequence number their writer started them with, zero-padded so that
 // names sort as numbers.
@@ -415,7 +407,7 @@ DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_f
       wait_options_{options.wait_strategy, options.sleep_min, options.sleep_max},
       buffered_(options.flush_min_events > 1),
       flush_{buffered_, options.flush_min_events, options.flush_timeout},
-      segment_size_(SegmentSize(options)),
+      segment_size_(DiskSegmentSize(options)),
       buffer_size_(DiskBufferSize(options)),
       seq_base_(recovered.seq_base),
       dir_fd_(dir_fd),
@@ -1265,67 +1257,12 @@ absl::StatusOr<Recovered> Recover(const DiskOptions& options, int state_fd) {
   return r;
 }
 
-// The nearest existing ancestor of `path`, or `path` itself.
-std::filesystem::path ExistingAncestor(std::filesystem::path path) {
-  std::error_code error;
-  path = std::filesystem::absolute(path, error);
-  while (!std::filesystem::exists(path, error) && path.has_parent_path() &&
-         path.parent_path() != path) {
-    path = path.parent_path();
-  }
-  return path;
-}
-
 }  // namespace
 
-uint64_t DiskBufferSize(const DiskOptions& options) {
-  if (options.buffer_size != 0) return options.buffer_size;
-  return std::max(kMinSegmentSize, std::min(kDefaultBufferSize, options.max_size / 4));
-}
-
-std::vector<absl::Status> ValidateDiskOptions(const DiskOptions& options) {
-  std::vector<absl::Status> problems;
-  auto problem = [&](absl::string_view key, absl::string_view message) {
-    problems.push_back(
-        absl::InvalidArgumentError(absl::StrCat("shipper.queue.disk.", key, ": ", message)));
-  };
-  if (options.path.empty()) {
-    problem("path", "must not be empty");
-  } else {
-    const std::filesystem::path at = ExistingAncestor(options.path);
-    std::error_code error;
-    if (!std::filesystem::is_directory(at, error)) {
-      problem("path", absl::StrCat(at.string(), " is not a directory"));
-    } else if (access(at.c_str(), W_OK | X_OK) != 0) {
-      problem("path", absl::StrCat(at.string(), " is not writable: ", strerror(errno)));
-    }
-  }
-  if (options.max_size < 2 * kMinSegmentSize) problem("max_size", "must be at least 8192 bytes");
-  const uint64_t segment_size = SegmentSize(options);
-  if (segment_size < kMinSegmentSize || segment_size > options.max_size / 2) {
-    problem("segment_size", absl::StrCat("must be between 4096 and max_size / 2 (",
-                                         options.max_size / 2, "), got ", segment_size));
-  }
-  const uint64_t buffer_size = DiskBufferSize(options);
-  if (buffer_size < kMinSegmentSize || buffer_size > options.max_size) {
-    problem("buffer_size", absl::StrCat("must be between 4096 and max_size (", options.max_size,
-                                        "), got ", buffer_size));
-  }
-  if (options.flush_timeout < absl::ZeroDuration()) {
-    problem("flush.timeout", "must not be negative");
-  }
-  if (WaitStrategyName(options.wait_strategy) == "unknown") {
-    problem("wait_strategy", "unknown value");
-  } else if (options.wait_strategy == WaitStrategy::kSleeping &&
-             !(options.sleep_min > absl::ZeroDuration() &&
-               options.sleep_min <= options.sleep_max)) {
-    problem("wait_strategy", "want 0 < sleep_min <= sleep_max for the sleeping wait strategy");
-  }
-  return problems;
-}
-
 absl::StatusOr<std::unique_ptr<DiskQueue>> DiskQueue::Create(const DiskOptions& options) {
-  std::vector<absl::Status> problems = ValidateDiskOptions(options);
+  std::vector<absl::Status> problems;
+  if (absl::Status path = PreflightDiskPath(options); !path.ok()) problems.push_back(path);
+  for (const absl::Status& problem : ValidateDiskOptions(options)) problems.push_back(problem);
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrJoin(
         problems, "; ",

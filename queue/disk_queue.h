@@ -44,45 +44,14 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "queue/disk_options.h"
 #include "queue/queue.h"
 
 namespace shipper::queue {
-
-struct DiskOptions {
-  std::string path = "./data/queue";  // shipper.queue.disk.path: a directory, created if missing
-  // shipper.queue.disk.max_size: bytes in segment files at most (frames: 24 bytes + the event).
-  uint64_t max_size = uint64_t{1} << 30;
-  // shipper.queue.disk.segment_size; 0 means max_size / 10, at least 1 MiB. Between 4 KiB and
-  // max_size / 2, so that a full queue always has a segment it can delete once delivered.
-  uint64_t segment_size = 0;
-  // shipper.queue.disk.buffer_size: bytes published and not yet written at most; 0 means 4 MiB,
-  // or max_size / 4 if that is less (DiskBufferSize). In memory the queue holds up to four times
-  // that: a buffer filling while one is written and synced, the newest written ones (for consumers
-  // to read without a copy) and an emptied one for reuse; batches being delivered also keep the
-  // buffer they were read from. 4 MiB syncs at what this machine's disk allows (BENCHMARKS.md).
-  uint64_t buffer_size = 0;
-  // The event loop and wait strategy, as MemoryOptions (shipper.queue.disk.flush.*,
-  // ...wait_strategy).
-  size_t flush_min_events = 1;
-  absl::Duration flush_timeout = absl::Milliseconds(5);
-  WaitStrategy wait_strategy = WaitStrategy::kBlocking;
-  absl::Duration sleep_min = absl::Microseconds(50);
-  absl::Duration sleep_max = absl::Milliseconds(10);
-};
-
-// The buffer_size in effect (see DiskOptions::buffer_size).
-uint64_t DiskBufferSize(const DiskOptions& options);
-
-// Every problem in `options` that can be found without creating or writing anything: sizes, the
-// flush and wait settings, and whether the nearest existing ancestor of `path` (or `path`) is a
-// writable directory. Each message starts with the option key. Empty when the options are good.
-std::vector<absl::Status> ValidateDiskOptions(const DiskOptions& options);
 
 struct DiskStats {
   uint64_t bytes = 0;           // in segment files, written or about to be
@@ -96,9 +65,10 @@ struct DiskStats {
 
 class DiskQueue : public Queue {
  public:
-  // Validates `options` (INVALID_ARGUMENT naming every bad key), creates the directory if
-  // needed and recovers what it holds. FAILED_PRECONDITION if another queue has the directory
-  // open; other errors are the file system's (e.g. the directory cannot be listed).
+  // Checks `options` as PreflightDiskPath and ValidateDiskOptions do (INVALID_ARGUMENT naming
+  // every bad key), creates the directory if needed and recovers what it holds.
+  // FAILED_PRECONDITION if another queue has the directory open; other errors are the file
+  // system's (e.g. the directory cannot be listed).
   static absl::StatusOr<std::unique_ptr<DiskQueue>> Create(const DiskOptions& options);
 
   virtual DiskStats disk_stats() const = 0;

@@ -190,6 +190,11 @@ const std::vector<Key<Draft>>& Keys() {
 // What no single key can check on its own, for the pipeline's settings.
 void Validate(const Config& config, Problems* problems) {
   problems->Add(queue::MemoryQueue::Validate(config.queue));
+  if (config.disk_queue) {
+    for (const absl::Status& problem : queue::ValidateDiskOptions(config.disk)) {
+      problems->Add(problem);
+    }
+  }
   ValidateServer(config.server, problems);
   if (config.backoff_max < config.backoff_init) {
     problems->Add(absl::StrCat("config: shipper.output.backoff.max (",
@@ -288,11 +293,7 @@ absl::Status Preflight(const Config& config) {
   if (!config.dead_letter_path.empty()) {
     CheckAppendFile(&problems, "shipper.dead_letter.path", config.dead_letter_path);
   }
-  if (config.disk_queue) {
-    for (const absl::Status& problem : queue::ValidateDiskOptions(config.disk)) {
-      problems.Add(problem);
-    }
-  }
+  if (config.disk_queue) problems.Add(queue::PreflightDiskPath(config.disk));
   config.output_settings->Preflight(&problems);
   return problems.ToStatus();
 }

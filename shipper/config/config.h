@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "queue/disk_queue.h"
+#include "queue/disk_options.h"
 #include "queue/memory_queue.h"
 #include "runtime/cpu_quota.h"
 #include "runtime/memory_limit.h"

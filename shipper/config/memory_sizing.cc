@@ -4,7 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "queue/disk_queue.h"
+#include "queue/disk_options.h"
 
 namespace shipper {
 namespace {
