@@ -57,6 +57,7 @@
 #include "absl/time/clock.h"
 #include "queue/common.h"
 #include "queue/disk_format.h"
+#include "queue/disk_recovery.h"
 #include "queue/mutex.h"
 #include "queue/producer_state.h"
 #include "queue/wait.h"
@@ -66,7 +67,9 @@ namespace {
 
 using internal::Frame;
 using internal::kFrameHeaderBytes;
+using internal::Mark;
 using internal::ProducerState;
+using internal::Segment;
 
 // How often the delivered sequence number is recorded while events are done: what a crash may
 // deliver again, against one more fdatasync per interval.
@@ -131,6 +134,12 @@ absl::StatusOr<size_t> PreadAll(int fd, char* data, size_t size, uint64_t offset
   return done;
 }
 
+void LogDamage(const std::string& file, uint64_t offset, uint64_t end) {
+  ABSL_RAW_LOG(ERROR, "disk queue: %s: damaged frame at offset %llu, %llu bytes stepped over",
+               file.c_str(), static_cast<unsigned long long>(offset),
+               static_cast<unsigned long long>(end - offset));
+}
+
 absl::Status WriteState(int fd, uint64_t delivered_seq, const std::string& file) {
   char state[internal::kStateBytes];
   internal::EncodeState(state, delivered_seq);
@@ -145,13 +154,6 @@ struct Run {
   uint64_t count;
 };
 
-// When an event was published, kept for the first index of each second only: enough for the oldest
-// event's age, whatever the backlog.
-struct Mark {
-  uint64_t index;
-  uint32_t time;
-};
-
 // Encoded frames bound for one segment.
 struct Chunk {
   uint64_t segment_id;
@@ -161,15 +163,6 @@ struct Chunk {
   // Set by the writer when it first writes the chunk; retries write it to the same place.
   bool placed = false;
   uint64_t offset = 0;
-};
-
-// A segment file with undone events, as the writer and reader see it.
-struct Segment {
-  uint64_t id;
-  uint64_t last_index;    // of its last event
-  uint64_t bytes;         // written and synced: what the reader may read
-  uint64_t read_from;     // where its undelivered frames start
-  uint64_t damage_known;  // recovery reported damage before this offset already
 };
 
 // The disk queue's ring slot: its Event first, as Batch::event() reads it.
@@ -229,19 +222,9 @@ class ReadBatch final : public EventOwner {
   std::atomic<uint32_t> refs_{1};
 };
 
-// What recovery found.
-struct Recovered {
-  uint64_t seq_base = 0;  // index + seq_base = sequence number
-  uint64_t last_index = 0;
-  std::deque<Segment> segments;
-  std::deque<Mark> marks;
-  uint64_t bytes = 0;
-  uint64_t damaged = 0;
-};
-
 class DiskQueueImpl final : public DiskQueue {
  public:
-  DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_fd, Recovered recovered);
+  DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_fd, internal::Recovery recovered);
   ~DiskQueueImpl() override;
 
   std::unique_ptr<Producer> NewProducer(AckCallback on_ack) override;
@@ -402,7 +385,7 @@ class DiskQueueImpl final : public DiskQueue {
 };
 
 DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_fd,
-                             Recovered recovered)
+                             internal::Recovery recovered)
     : options_(options),
       wait_options_{options.wait_strategy, options.sleep_min, options.sleep_max},
       buffered_(options.flush_min_events > 1),
@@ -419,7 +402,7 @@ DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_f
       read_(0),
       done_(0),
       segments_(std::move(recovered.segments)),
-      damaged_frames_(recovered.damaged) {
+      damaged_frames_(recovered.damage.size()) {
   if (!segments_.empty()) {
     cursor_segment_ = segments_.front().id;
     cursor_offset_ = segments_.front().read_from;
@@ -719,9 +702,7 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
 
 void DiskQueueImpl::ReportDamage(const std::string& file, uint64_t offset, uint64_t end) {
   damaged_frames_.fetch_add(1, std::memory_order_relaxed);
-  ABSL_RAW_LOG(ERROR, "disk queue: %s: damaged frame at offset %llu, %llu bytes stepped over",
-               file.c_str(), static_cast<unsigned long long>(offset),
-               static_cast<unsigned long long>(end - offset));
+  LogDamage(file, offset, end);
 }
 
 void DiskQueueImpl::Done(uint64_t first_index, size_t size) {
@@ -1107,14 +1088,38 @@ void DiskQueueImpl::RecordDelivered(bool stopping) {
   state_done_ = done;
 }
 
-// Recovery.
+// Recovery's I/O; disk_recovery.h decides what it does.
 
-// Scans one segment: calls on_frame for each valid frame, and returns the runs of damaged bytes as
-// [offset, end). Unreadable bytes count as damage up to the file's end.
-std::vector<std::pair<uint64_t, uint64_t>> ScanSegment(
-    int fd, uint64_t size, const std::string& file,
-    absl::FunctionRef<void(uint64_t offset, const Frame& frame)> on_frame) {
-  std::vector<std::pair<uint64_t, uint64_t>> damage;
+// The ids of the segment files in `path`, ascending.
+absl::StatusOr<std::vector<uint64_t>> ListSegments(const std::string& path) {
+  std::vector<uint64_t> ids;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+    if (std::optional<uint64_t> id = SegmentId(entry.path().filename().string())) {
+      ids.push_back(*id);
+    }
+  }
+  if (error) {
+    return absl::UnavailableError(
+        absl::StrCat("shipper.queue.disk.path: cannot list ", path, ": ", error.message()));
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// Recovery's scan of one segment (internal::ScanSegment), kScanChunk at a time. Unreadable bytes
+// count as damage up to the file's end.
+std::optional<uint64_t> ScanSegmentFile(
+    const std::string& file, absl::FunctionRef<void(uint64_t offset, const Frame& frame)> on_frame,
+    absl::FunctionRef<void(uint64_t offset, uint64_t end)> on_damage) {
+  const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    ABSL_RAW_LOG(ERROR, "disk queue: %s, skipped", ErrnoStatus("open", file).ToString().c_str());
+    if (fd >= 0) close(fd);
+    return std::nullopt;
+  }
+  const uint64_t size = st.st_size;
   std::string buffer;
   size_t chunk = kScanChunk;
   for (uint64_t offset = 0; offset < size;) {
@@ -1125,7 +1130,7 @@ std::vector<std::pair<uint64_t, uint64_t>> ScanSegment(
                    (got.ok() ? absl::DataLossError("short read of " + file) : got.status())
                        .ToString()
                        .c_str());
-      damage.push_back({offset, size});
+      on_damage(offset, size);
       break;
     }
     const size_t scanned = internal::ScanFrames(
@@ -1134,119 +1139,53 @@ std::vector<std::pair<uint64_t, uint64_t>> ScanSegment(
           on_frame(offset + at, frame);
           return true;
         },
-        [&](size_t at, size_t end) {
-          if (!damage.empty() && damage.back().second == offset + at) {
-            damage.back().second = offset + end;
-          } else {
-            damage.push_back({offset + at, offset + end});
-          }
-        });
+        [&](size_t at, size_t end) { on_damage(offset + at, offset + end); });
     chunk = scanned == 0 ? chunk * 2 : kScanChunk;
     offset += scanned;
   }
-  return damage;
+  close(fd);
+  return size;
 }
 
-absl::StatusOr<Recovered> Recover(const DiskOptions& options, int state_fd) {
-  Recovered r;
-  std::optional<uint64_t> delivered;
+// Reads the files, recovers, and does to the files what recovery says.
+absl::StatusOr<internal::Recovery> Recover(const DiskOptions& options, int state_fd) {
+  auto path = [&](const std::string& name) { return options.path + "/" + name; };
   char state[internal::kStateBytes];
   absl::StatusOr<size_t> got = PreadAll(state_fd, state, sizeof(state), 0, kStateFile);
-  if (got.ok()) delivered = internal::DecodeState(absl::string_view(state, *got));
+  absl::StatusOr<std::vector<uint64_t>> ids = ListSegments(options.path);
+  if (!ids.ok()) return ids.status();
+  internal::Recovery r = internal::Recover(
+      got.ok() ? std::make_optional(absl::string_view(state, *got)) : std::nullopt, *ids,
+      [&](uint64_t id, auto on_frame, auto on_damage) {
+        return ScanSegmentFile(path(SegmentName(id)), on_frame, on_damage);
+      });
 
-  std::vector<uint64_t> ids;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(options.path, error)) {
-    if (std::optional<uint64_t> id = SegmentId(entry.path().filename().string())) {
-      ids.push_back(*id);
+  if (r.state_lost) {
+    ABSL_RAW_LOG(WARNING,
+                 "disk queue: %s missing or damaged: rebuilt from the segments, whose events are "
+                 "all delivered again",
+                 path(kStateFile).c_str());
+  }
+  if (r.cut) {
+    const std::string file = path(SegmentName(r.cut->id));
+    ABSL_RAW_LOG(WARNING, "disk queue: %s: cut %llu bytes of a torn frame at offset %llu",
+                 file.c_str(), static_cast<unsigned long long>(r.cut->torn),
+                 static_cast<unsigned long long>(r.cut->size));
+    if (truncate(file.c_str(), r.cut->size) != 0) {
+      ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("cut", file).ToString().c_str());
     }
   }
-  if (error) {
-    return absl::UnavailableError(
-        absl::StrCat("shipper.queue.disk.path: cannot list ", options.path, ": ", error.message()));
+  for (const internal::Recovery::Damage& d : r.damage) {
+    LogDamage(path(SegmentName(d.id)), d.offset, d.end);
   }
-  std::sort(ids.begin(), ids.end());
-  const bool delivered_was_valid = delivered.has_value();
-  if (!delivered) {
-    if (!ids.empty() || !got.ok() || *got > 0) {
-      ABSL_RAW_LOG(WARNING,
-                   "disk queue: %s/state missing or damaged: rebuilt from the "
-                   "segments, whose events are all delivered again",
-                   options.path.c_str());
+  for (uint64_t id : r.delete_ids) {
+    const std::string file = path(SegmentName(id));
+    if (unlink(file.c_str()) != 0) {
+      ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("delete", file).ToString().c_str());
     }
-    delivered = 0;
   }
-  uint64_t last_seq = *delivered;
-  uint64_t first_seq = 0;                            // of the first undelivered event
-  std::vector<std::pair<uint64_t, uint32_t>> marks;  // by sequence number
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const std::string file = options.path + "/" + SegmentName(ids[i]);
-    const int fd = open(file.c_str(), O_RDWR | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-      ABSL_RAW_LOG(ERROR, "disk queue: %s, skipped", ErrnoStatus("open", file).ToString().c_str());
-      if (fd >= 0) close(fd);
-      continue;
-    }
-    Segment segment{ids[i], 0, 0, 0, 0};
-    bool any = false;
-    uint64_t valid_end = 0;
-    auto damage = ScanSegment(fd, st.st_size, file, [&](uint64_t offset, const Frame& frame) {
-      valid_end = offset + kFrameHeaderBytes + frame.payload.size();
-      // Not ascending: delivered already, or a stale copy; either way not again.
-      if (frame.seq <= last_seq) return;
-      if (!any) segment.read_from = offset;
-      if (first_seq == 0) first_seq = frame.seq;
-      any = true;
-      last_seq = frame.seq;
-      segment.bytes = valid_end;
-      if (marks.empty() || marks.back().second < frame.time)
-        marks.push_back({frame.seq, frame.time});
-    });
-    // Bytes after the last frame of the last segment: a frame torn by a crash. Cut them, so the
-    // files hold frames only.
-    bool damage_cut = false;
-    if (i + 1 == ids.size() && !damage.empty() &&
-        damage.back().second == static_cast<uint64_t>(st.st_size)) {
-      damage_cut = true;
-      ABSL_RAW_LOG(WARNING, "disk queue: %s: cut %llu bytes of a torn frame at offset %llu",
-                   file.c_str(), static_cast<unsigned long long>(st.st_size - valid_end),
-                   static_cast<unsigned long long>(valid_end));
-      if (ftruncate(fd, valid_end) != 0) {
-        ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("cut", file).ToString().c_str());
-      }
-      damage.pop_back();
-    }
-    close(fd);
-    const uint64_t file_bytes = damage_cut ? valid_end : st.st_size;
-    for (const auto& [offset, end] : damage) {
-      ++r.damaged;
-      segment.damage_known = end;
-      ABSL_RAW_LOG(ERROR,
-                   "disk queue: %s: damaged frame at offset %llu, %llu bytes "
-                   "stepped over",
-                   file.c_str(), static_cast<unsigned long long>(offset),
-                   static_cast<unsigned long long>(end - offset));
-    }
-    if (!any) {
-      // Delivered, or nothing readable: nothing in it will ever be read.
-      if (unlink(file.c_str()) != 0) {
-        ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("delete", file).ToString().c_str());
-      }
-      continue;
-    }
-    segment.last_index = last_seq;  // a sequence number until seq_base is known
-    r.bytes += file_bytes;
-    r.segments.push_back(segment);
-  }
-  // New events continue the sequence, and their segments' names lie past every existing one.
-  r.seq_base = first_seq != 0 ? first_seq - 1 : std::max(last_seq, ids.empty() ? 0 : ids.back());
-  r.last_index = first_seq != 0 ? last_seq - r.seq_base : 0;
-  for (Segment& s : r.segments) s.last_index -= r.seq_base;
-  for (const auto& [seq, time] : marks) r.marks.push_back({seq - r.seq_base, time});
-  // A valid state from the start, so that a missing one always means a lost one.
-  if (!delivered_was_valid) {
-    const absl::Status status = WriteState(state_fd, r.seq_base, options.path + "/" + kStateFile);
+  if (r.rewrite_state) {
+    const absl::Status status = WriteState(state_fd, r.seq_base, path(kStateFile));
     if (!status.ok()) ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
   }
   if (!r.segments.empty()) {
@@ -1289,7 +1228,7 @@ absl::StatusOr<std::unique_ptr<DiskQueue>> DiskQueue::Create(const DiskOptions& 
     close(dir_fd);
     return status;
   }
-  absl::StatusOr<Recovered> recovered = Recover(options, state_fd);
+  absl::StatusOr<internal::Recovery> recovered = Recover(options, state_fd);
   if (!recovered.ok()) {
     close(state_fd);
     close(dir_fd);
