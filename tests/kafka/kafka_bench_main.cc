@@ -118,7 +118,7 @@ int Produce() {
 
   Totals totals;
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  // What the Kafka output sets at its defaults (kafka_output.cc, OwnProperties).
+  // What the Kafka output sets at its defaults (kafka_settings.cc, OwnProperties).
   const std::vector<std::pair<std::string, std::string>> properties = {
       {"bootstrap.servers", absl::GetFlag(FLAGS_bootstrap)},
       {"acks", "-1"},

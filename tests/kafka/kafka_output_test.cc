@@ -216,7 +216,7 @@ TEST(KafkaOutputTest, InjectedErrorsAndABrokerDownLoseNothingAndTooLargeIsADeadL
   args.insert(args.end(), {"-E", absl::StrCat("shipper.dead_letter.path=", dead_letters), "-E",
                            // At the output's default of one request in flight per broker: with
                            // 5, 3 runs in 10 lost 4 events each, "implicitly acked" after an
-                           // injected REQUEST_TIMED_OUT (kafka_output.cc, AllProperties).
+                           // injected REQUEST_TIMED_OUT (kafka_settings.cc, AllProperties).
                            "shipper.output.kafka.max_message_bytes=4096"});
   auto shipper = ShipperProcess::Start(args);
   ASSERT_TRUE(shipper.ok()) << shipper.status();

@@ -18,13 +18,18 @@
 //
 // librdkafka gets one produce request in flight per broker unless shipper.output.kafka.librdkafka
 // says otherwise: with more, it may report a message delivered that a failed request never wrote
-// ("implicit ack"; kafka_output.cc says when). After a fatal error (rd_kafka_fatal_error, e.g. the
-// idempotent producer's sequence numbers out of step with a broker's), which leaves a producer
+// ("implicit ack"; kafka_settings.cc says when). After a fatal error (rd_kafka_fatal_error, e.g.
+// the idempotent producer's sequence numbers out of step with a broker's), which leaves a producer
 // refusing everything, a new producer replaces it (logged at ERROR); what the old one held is
 // purged, failed for now and produced again, never reported written.
 //
 // Cancel() purges what librdkafka still holds (queued or in flight) and makes Write() and its
 // finish return an error: whatever was not confirmed is never reported written.
+//
+// The room's parts: kafka_settings.h (the keys, their checks, the librdkafka properties they
+// make), kafka_reports.h (a Write()'s delivery reports and the outcome they make),
+// kafka_statistics.h (librdkafka's statistics) and kafka_metrics.h (the output's own metrics);
+// this file's .cc runs the producer.
 //
 // Thread safety: Write() from several threads at once; Cancel() from any thread. Delivery
 // reports, statistics and errors are served, and a failed producer replaced, on a thread of the
@@ -32,66 +37,12 @@
 #ifndef SHIPPER_SHIPPER_OUTPUT_KAFKA_KAFKA_OUTPUT_H_
 #define SHIPPER_SHIPPER_OUTPUT_KAFKA_KAFKA_OUTPUT_H_
 
-#include <cstddef>
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "absl/status/statusor.h"
-#include "absl/time/time.h"
 #include "shipper/output/output.h"
 
 namespace shipper {
 
-// How messages are spread over a topic's partitions.
-enum class KafkaPartitioner {
-  kHash,    // by key (FNV-1a, as Beats places them); random when there is no key
-  kRandom,  // ignoring the key
-  // One available partition after the other, ignoring the key. librdkafka 2.0.2 never calls a
-  // partitioner for messages without a key: those stick to a random partition per batch.
-  kRoundRobin,
-};
-
-enum class KafkaCompression { kNone, kGzip, kSnappy, kLz4, kZstd };
-
-// shipper.output.kafka.*
-struct KafkaSettings final : OutputSettings {
-  std::vector<std::string> hosts = {"127.0.0.1:9092"};  // bootstrap brokers, host:port
-  std::string topic;  // required; may hold %{[field.path]} or %{[field.path]:default}
-  std::string key;    // empty: messages without key
-  KafkaPartitioner partition = KafkaPartitioner::kHash;
-  int required_acks = -1;  // -1: every in-sync replica; 1: the leader alone; 0 is refused
-  KafkaCompression compression = KafkaCompression::kGzip;
-  int compression_level = 1;  // -1: the codec's default; 1: measured, see README
-  size_t max_message_bytes = 1000000;
-  std::string client_id = "shipper";
-  absl::Duration timeout = absl::Seconds(30);         // per message, librdkafka's retries included
-  absl::Duration broker_timeout = absl::Seconds(10);  // a broker's wait for required_acks
-  std::vector<std::string> headers;                   // key:value, on every message
-  struct Sasl {
-    std::string mechanism;  // empty: no SASL; PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
-    std::string username;
-    std::string password;
-  } sasl;
-  struct Ssl {
-    bool enabled = false;
-    std::string certificate_authorities;  // PEM file; empty: the system's
-    std::string certificate;              // PEM client certificate, with key
-    std::string key;
-    std::string verification_mode = "full";  // full, certificate or none
-  } ssl;
-  std::vector<std::string> librdkafka;  // name=value: more librdkafka properties
-
-  void Validate(Problems* problems) const override;
-  // Every librdkafka property set on a configuration as Build() does, connecting to nothing;
-  // the PEM files readable.
-  void Preflight(Problems* problems) const override;
-  // Starts the producer; brokers may come up later.
-  absl::StatusOr<std::unique_ptr<Output>> Build() const override;
-  std::string Destination() const override;
-};
-
-// The registry's entry (registry.cc).
+// The registry's entry (registry.cc): the name, and the keys of KafkaSettings
+// (kafka_settings.h).
 OutputType KafkaOutputType();
 
 }  // namespace shipper

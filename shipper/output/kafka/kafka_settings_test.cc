@@ -1,34 +1,59 @@
-// The Kafka output's settings through the real binary's --check_config: the one validation path
-// start runs too.
+// The Kafka output's settings as --check_config takes them: each key set from its scalar and
+// Validate() run, then, when neither found a problem, Preflight() (as config.cc runs them).
+#include "shipper/output/kafka/kafka_settings.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "tests/testing/shipper_process.h"
 
-namespace shipper::testing {
+namespace shipper {
 namespace {
 
-std::pair<int, std::string> Check(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"--check_config", "-E", "shipper.output.kafka.enabled=true",
-                                   "-E", "shipper.output.kafka.topic=events"};
-  for (std::string& e : extra) {
-    args.push_back("-E");
-    args.push_back(std::move(e));
+// Sets each "name=value" on enabled settings, as -E does; 0 and nothing when the settings pass,
+// else 1 and every problem, one per line (what --check_config exits with and prints).
+std::pair<int, std::string> CheckSettings(KafkaSettings settings,
+                                          const std::vector<std::string>& items) {
+  const std::vector<Key<KafkaSettings>> keys = KafkaKeys();
+  Problems problems;
+  settings.enabled = true;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    bool known = false;
+    for (const Key<KafkaSettings>& key : keys) {
+      if (key.name != name) continue;
+      known = true;
+      problems.Add(key.set(item.substr(eq + 1), settings));
+    }
+    if (!known) problems.Add(absl::StrCat("unknown key ", name));
   }
-  return RunShipper(args);
+  settings.Validate(&problems);
+  if (problems.empty()) settings.Preflight(&problems);
+  return {problems.empty() ? 0 : 1, absl::StrJoin(problems.all(), "\n")};
 }
 
-TEST(KafkaConfigTest, ValidSettingsPass) {
+std::pair<int, std::string> Check(std::vector<std::string> extra) {
+  KafkaSettings settings;
+  settings.topic = "events";
+  return CheckSettings(std::move(settings), extra);
+}
+
+TEST(KafkaSettingsTest, ValidSettingsPass) {
   auto [code, out] =
-      Check({"shipper.output.kafka.hosts=a:9092,b:9092",
-             "shipper.output.kafka.key=\"%{[host.name]}\"", "shipper.output.kafka.compression=zstd",
-             "shipper.output.kafka.compression_level=3", "shipper.output.kafka.headers=env:prod",
+      Check({"shipper.output.kafka.hosts=a:9092,b:9092", "shipper.output.kafka.key=%{[host.name]}",
+             "shipper.output.kafka.compression=zstd", "shipper.output.kafka.compression_level=3",
+             "shipper.output.kafka.headers=env:prod",
              "shipper.output.kafka.librdkafka=linger.ms=20,socket.nagle.disable=true"});
   EXPECT_EQ(code, 0) << out;
 }
 
 // librdkafka takes the properties SASL over TLS sets (security.protocol=sasl_ssl and the rest).
-TEST(KafkaConfigTest, SaslOverTlsPasses) {
+TEST(KafkaSettingsTest, SaslOverTlsPasses) {
   auto [code, out] = Check({"shipper.output.kafka.ssl.enabled=true",
                             "shipper.output.kafka.ssl.verification_mode=certificate",
                             "shipper.output.kafka.sasl.mechanism=SCRAM-SHA-256",
@@ -37,21 +62,21 @@ TEST(KafkaConfigTest, SaslOverTlsPasses) {
   EXPECT_EQ(code, 0) << out;
 }
 
-TEST(KafkaConfigTest, RequiredAcksZeroIsRefusedWithAReason) {
+TEST(KafkaSettingsTest, RequiredAcksZeroIsRefusedWithAReason) {
   auto [code, out] = Check({"shipper.output.kafka.required_acks=0"});
   EXPECT_NE(code, 0);
   EXPECT_TRUE(absl::StrContains(out, "shipper.output.kafka.required_acks: 0 is refused")) << out;
   EXPECT_TRUE(absl::StrContains(out, "confirm delivery")) << out;
 }
 
-TEST(KafkaConfigTest, UnknownCompressionIsRefused) {
+TEST(KafkaSettingsTest, UnknownCompressionIsRefused) {
   auto [code, out] = Check({"shipper.output.kafka.compression=brotli"});
   EXPECT_NE(code, 0);
   EXPECT_TRUE(absl::StrContains(out, "shipper.output.kafka.compression")) << out;
   EXPECT_TRUE(absl::StrContains(out, "brotli")) << out;
 }
 
-TEST(KafkaConfigTest, CompressionLevelOutOfRangeForTheCodec) {
+TEST(KafkaSettingsTest, CompressionLevelOutOfRangeForTheCodec) {
   auto [code, out] =
       Check({"shipper.output.kafka.compression=gzip", "shipper.output.kafka.compression_level=11"});
   EXPECT_NE(code, 0);
@@ -59,21 +84,21 @@ TEST(KafkaConfigTest, CompressionLevelOutOfRangeForTheCodec) {
 }
 
 // The default level (gzip's 1) must not make the codecs without levels fail.
-TEST(KafkaConfigTest, CodecsWithoutLevelsPassWithTheDefaultLevel) {
+TEST(KafkaSettingsTest, CodecsWithoutLevelsPassWithTheDefaultLevel) {
   for (const char* codec : {"none", "snappy"}) {
     auto [code, out] = Check({absl::StrCat("shipper.output.kafka.compression=", codec)});
     EXPECT_EQ(code, 0) << codec << ": " << out;
   }
 }
 
-TEST(KafkaConfigTest, PropertyLibrdkafkaRefusesIsNamed) {
+TEST(KafkaSettingsTest, PropertyLibrdkafkaRefusesIsNamed) {
   auto [code, out] = Check({"shipper.output.kafka.librdkafka=no.such.property=1,linger.ms=-5"});
   EXPECT_NE(code, 0);
   EXPECT_TRUE(absl::StrContains(out, "librdkafka refuses no.such.property=1")) << out;
   EXPECT_TRUE(absl::StrContains(out, "librdkafka refuses linger.ms=-5")) << out;
 }
 
-TEST(KafkaConfigTest, PropertiesShipperSetsCannotBeOverridden) {
+TEST(KafkaSettingsTest, PropertiesShipperSetsCannotBeOverridden) {
   auto [code, out] =
       Check({"shipper.output.kafka.librdkafka=enable.idempotence=false,"
              "request.required.acks=0"});
@@ -84,7 +109,7 @@ TEST(KafkaConfigTest, PropertiesShipperSetsCannotBeOverridden) {
   EXPECT_TRUE(absl::StrContains(out, "request.required.acks is set by")) << out;
 }
 
-TEST(KafkaConfigTest, EveryProblemAtOnce) {
+TEST(KafkaSettingsTest, EveryProblemAtOnce) {
   auto [code, out] = Check({"shipper.output.kafka.hosts=nohost", "shipper.output.kafka.headers=x",
                             "shipper.output.kafka.sasl.mechanism=PLAIN",
                             "shipper.output.kafka.ssl.certificate=/c.pem"});
@@ -96,7 +121,7 @@ TEST(KafkaConfigTest, EveryProblemAtOnce) {
   }
 }
 
-TEST(KafkaConfigTest, TlsFilesMustBeReadablePem) {
+TEST(KafkaSettingsTest, TlsFilesMustBeReadablePem) {
   auto [code, out] =
       Check({"shipper.output.kafka.ssl.enabled=true",
              "shipper.output.kafka.ssl.certificate_authorities=/nonexistent/ca.pem",
@@ -107,17 +132,17 @@ TEST(KafkaConfigTest, TlsFilesMustBeReadablePem) {
   EXPECT_FALSE(absl::StrContains(out, "sasl")) << "SASL over TLS is valid:\n" << out;
 }
 
-TEST(KafkaConfigTest, UnknownSaslMechanismIsRefused) {
+TEST(KafkaSettingsTest, UnknownSaslMechanismIsRefused) {
   auto [code, out] = Check({"shipper.output.kafka.sasl.mechanism=GSSAPI"});
   EXPECT_NE(code, 0);
   EXPECT_TRUE(absl::StrContains(out, "shipper.output.kafka.sasl.mechanism")) << out;
 }
 
-TEST(KafkaConfigTest, TopicIsRequired) {
-  auto [code, out] = RunShipper({"--check_config", "-E", "shipper.output.kafka.enabled=true"});
+TEST(KafkaSettingsTest, TopicIsRequired) {
+  auto [code, out] = CheckSettings(KafkaSettings(), {});
   EXPECT_NE(code, 0);
   EXPECT_TRUE(absl::StrContains(out, "shipper.output.kafka.topic")) << out;
 }
 
 }  // namespace
-}  // namespace shipper::testing
+}  // namespace shipper
