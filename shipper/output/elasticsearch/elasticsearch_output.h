@@ -17,61 +17,22 @@
 // another is available. The first request to a host, and the first after it failed, is `GET /`:
 // it logs the cluster's name and version and refuses majors below 7 as a failing host.
 //
+// The room's parts: elasticsearch_settings.h (the keys, their checks, what Build() makes of them),
+// elasticsearch_bulk.h (action lines, request bodies, the per-item rules), elasticsearch_pool.h
+// (the connections, their hosts' health); this file's .cc writes a batch with them.
+//
 // Thread safety: Write() from several threads at once; at most `worker` requests are in flight
 // per host (the others wait for a free connection). Cancel() from any thread aborts requests in
 // flight within about a second (libcurl's progress callback) and makes later Write() calls fail.
 #ifndef SHIPPER_SHIPPER_OUTPUT_ELASTICSEARCH_ELASTICSEARCH_OUTPUT_H_
 #define SHIPPER_SHIPPER_OUTPUT_ELASTICSEARCH_ELASTICSEARCH_OUTPUT_H_
 
-#include <cstddef>
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "absl/status/statusor.h"
-#include "absl/time/time.h"
 #include "shipper/output/output.h"
 
 namespace shipper {
 
-// How much of the server's certificate TLS checks, as Beats' ssl.verification_mode says.
-enum class VerificationMode {
-  kFull,         // the chain to a trusted CA and the host name
-  kCertificate,  // the chain only
-  kNone,         // nothing: for tests and trusted networks only
-};
-
-// shipper.output.elasticsearch.*
-struct ElasticsearchSettings final : OutputSettings {
-  // http(s)://host[:port][/path]; port 9200 when unset.
-  std::vector<std::string> hosts = {"http://localhost:9200"};
-  std::string index =
-      "%{[data_stream.type]:logs}-%{[data_stream.dataset]:generic}-%{[data_stream.namespace]:"
-      "default}";
-  std::string pipeline;  // a format; empty: none (unless the event's metadata names one)
-  std::string api_key;   // id:key; excludes username and password
-  std::string username;
-  std::string password;
-  std::vector<std::string> headers;  // "Name: value", added to every request
-  size_t compression_level = 1;      // gzip level; 0: none
-  size_t bulk_max_size = 1600;       // events per bulk request
-  absl::Duration timeout = absl::Seconds(90);
-  size_t worker = 1;  // requests in flight per host
-  struct Ssl {
-    std::string certificate_authorities;  // PEM bundle; unset: the system's roots
-    std::string certificate;              // PEM client certificate (with key)
-    std::string key;
-    VerificationMode verification_mode = VerificationMode::kFull;
-  } ssl;
-
-  void Validate(Problems* problems) const override;
-  void Preflight(Problems* problems) const override;
-  // Reads the PEM files and connects to nothing: Elasticsearch may come up later.
-  absl::StatusOr<std::unique_ptr<Output>> Build() const override;
-  std::string Destination() const override;
-};
-
-// The registry's entry (registry.cc).
+// The registry's entry (registry.cc): the name, and the keys of ElasticsearchSettings
+// (elasticsearch_settings.h).
 OutputType ElasticsearchOutputType();
 
 }  // namespace shipper
