@@ -94,15 +94,15 @@ absl::Status ReadItems(absl::string_view host, absl::string_view body,
         absl::StrCat("elasticsearch ", host, ": _bulk answer ", why, ": ", body.substr(0, 200)));
   };
   if (doc.HasParseError() || !doc.IsObject()) return unreadable("is not JSON");
-  const auto errors = doc.FindMember("errors");
-  if (errors != doc.MemberEnd() && errors->value.IsFalse()) {
-    counts->created += items.size();
-    return absl::OkStatus();
-  }
   const auto answered = doc.FindMember("items");
   if (answered == doc.MemberEnd() || !answered->value.IsArray() ||
       answered->value.Size() != items.size()) {
     return unreadable(absl::StrCat("does not hold one item for each of ", items.size()));
+  }
+  const auto errors = doc.FindMember("errors");
+  if (errors != doc.MemberEnd() && errors->value.IsFalse()) {
+    counts->created += items.size();
+    return absl::OkStatus();
   }
   // Every item is checked before any is applied: an unreadable answer fails them all.
   for (const rapidjson::Value& item : answered->value.GetArray()) {

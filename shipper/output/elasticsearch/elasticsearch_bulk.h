@@ -11,9 +11,9 @@
 //   429, 5xx             failed for now: retried with backoff
 //   any other status     rejected for good: the dead-letter file, with error.type and reason
 // Beats counts a 409 as a duplicate whatever the action; here it is one only for `create`: an
-// `index` overwrites, so a 409 answers a real conflict. `"errors": false` vouches for every item.
-// An answer that cannot be read item by item (not
-// JSON, an item without a status, not one item per event of the request) fails the whole request
+// `index` overwrites, so a 409 answers a real conflict. `"errors": false` vouches for every item
+// once the answer holds one item per event of the request. An answer that cannot be read item
+// by item (not JSON, an item without a status, not one item per event) fails the whole request
 // for now: nothing the answer does not vouch for counts as written. (Beats acknowledges every
 // event of an answer that is not JSON, has an item without a status, or holds too few items.)
 //
