@@ -63,7 +63,8 @@ ConnectionPool::~ConnectionPool() = default;
 void ConnectionPool::Cancel() {
   cancelled_.store(true);
   // Wakes the writers waiting for a connection: their condition reads cancelled_.
-  absl::MutexLock lock(&mu_);
+  runtime::MutexLock lock(&mu_);
+  connection_free_.SignalAll();
 }
 
 bool ConnectionPool::ConnectionFree() const {
@@ -77,8 +78,8 @@ bool ConnectionPool::ConnectionFree() const {
 absl::StatusOr<ConnectionPool::Lease> ConnectionPool::Acquire() {
   Lease lease;
   {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(this, &ConnectionPool::ConnectionFree));
+    runtime::MutexLock lock(&mu_);
+    while (!ConnectionFree()) connection_free_.Wait(&mu_);
     if (cancelled_.load()) return absl::CancelledError("elasticsearch: shutting down");
     const absl::Time now = absl::Now();
     std::optional<size_t> pick;
@@ -107,9 +108,10 @@ absl::StatusOr<ConnectionPool::Lease> ConnectionPool::Acquire() {
 }
 
 void ConnectionPool::Release(Lease lease, const absl::Status& status) {
-  absl::MutexLock lock(&mu_);
+  runtime::MutexLock lock(&mu_);
   Host& host = hosts_[lease.host_];
   --host.in_flight;
+  connection_free_.Signal();
   if (lease.lost_) {
     host.checked = false;  // it may come back as another cluster, or another version
   } else {

@@ -27,8 +27,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "runtime/mutex.h"
 #include "shipper/output/backoff.h"
 #include "shipper/output/elasticsearch/elasticsearch_settings.h"
 
@@ -100,7 +100,8 @@ class ConnectionPool {
   const Options options_;
   std::atomic<bool> cancelled_{false};  // libcurl's progress callback reads it too
 
-  absl::Mutex mu_;
+  runtime::Mutex mu_;
+  runtime::CondVar connection_free_;              // ConnectionFree() may have become true
   std::vector<Host> hosts_ ABSL_GUARDED_BY(mu_);  // as options_.hosts
   size_t next_host_ ABSL_GUARDED_BY(mu_) = 0;     // where round-robin starts
 };

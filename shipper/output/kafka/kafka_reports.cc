@@ -1,10 +1,10 @@
 #include "shipper/output/kafka/kafka_reports.h"
 
+#include <chrono>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 
 namespace shipper {
 
@@ -14,13 +14,13 @@ KafkaReports::KafkaReports(size_t events)
 }
 
 void* KafkaReports::Expect(size_t i) {
-  absl::MutexLock lock(&mu_);
+  runtime::MutexLock lock(&mu_);
   ++holders_;
   return &slots_[i];
 }
 
 void KafkaReports::Refused(size_t i, rd_kafka_resp_err_t err) {
-  absl::MutexLock lock(&mu_);
+  runtime::MutexLock lock(&mu_);
   --holders_;
   results_[i] = err;
 }
@@ -30,18 +30,23 @@ void KafkaReports::Report(void* opaque, rd_kafka_resp_err_t err) {
   KafkaReports* reports = slot->reports;
   bool last;
   {
-    absl::MutexLock lock(&reports->mu_);
+    runtime::MutexLock lock(&reports->mu_);
     reports->results_[slot->event] = err;
     last = reports->Release();
+    // Under the lock: once it is released, Await() may free the KafkaReports.
+    if (reports->AllReported()) reports->all_reported_.Signal();
   }
   if (last) delete reports;
 }
 
 absl::StatusOr<std::vector<rd_kafka_resp_err_t>> KafkaReports::Await(
     const std::atomic<bool>& cancelled) {
+  constexpr std::chrono::milliseconds kCancelCheck(100);
   mu_.Lock();
-  while (!mu_.AwaitWithTimeout(absl::Condition(this, &KafkaReports::AllReported),
-                               absl::Milliseconds(100))) {
+  auto deadline = std::chrono::steady_clock::now() + kCancelCheck;
+  while (!AllReported()) {
+    if (all_reported_.WaitUntil(&mu_, deadline) || AllReported()) continue;
+    deadline = std::chrono::steady_clock::now() + kCancelCheck;
     if (!cancelled) continue;
     const int waiting = holders_ - 1;
     const bool last = Release();

@@ -25,8 +25,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "librdkafka/rdkafka.h"
+#include "runtime/mutex.h"
 #include "shipper/output/output.h"
 
 namespace shipper {
@@ -69,7 +69,8 @@ class KafkaReports {
   bool AllReported() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return holders_ == 1; }
 
   std::vector<Slot> slots_;  // constant after construction, so the opaques stay valid
-  absl::Mutex mu_;
+  runtime::Mutex mu_;
+  runtime::CondVar all_reported_;         // AllReported() became true
   int holders_ ABSL_GUARDED_BY(mu_) = 1;  // Await()'s caller, and each report still to come
   std::vector<rd_kafka_resp_err_t> results_ ABSL_GUARDED_BY(mu_);
 };
