@@ -7,7 +7,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shipper/input/producer/producer_input.h"
+#include "shipper/output/elasticsearch/elasticsearch_settings.h"
 #include "shipper/output/file/file_output.h"
+#include "shipper/output/kafka/kafka_settings.h"
 #include "shipper/output/redis/redis_output.h"
 #include "shipper/output/shipper/shipper_output.h"
 
@@ -232,6 +234,40 @@ shipper.output.redis:
   EXPECT_THAT(Error("shipper.output.redis.hosts: [a, {b: c}]"), HasSubstr("a list of non-empty"));
   EXPECT_THAT(Error("shipper.output.redis.hosts: 'a,,b'"), HasSubstr("a list of non-empty"));
   EXPECT_THAT(Error("shipper.output.redis.datatype: set"), HasSubstr("list|channel|stream"));
+}
+
+// A list key gets its items as YAML gives them, from a file and from -E alike: an item may hold
+// a comma.
+TEST(ConfigTest, ListItemsKeepTheirCommas) {
+  const std::vector<std::string> properties = {"ssl.cipher.suites=A,B", "linger.ms=5"};
+  const auto kafka = [](const absl::StatusOr<Config>& config) {
+    EXPECT_TRUE(config.ok()) << config.status();
+    return config.ok() ? config->output_as<KafkaSettings>().librdkafka : std::vector<std::string>{};
+  };
+  const std::string enabled = "shipper.output.kafka: {enabled: true, topic: events}\n";
+  EXPECT_EQ(
+      kafka(Parse(enabled +
+                  "shipper.output.kafka.librdkafka: [\"ssl.cipher.suites=A,B\", linger.ms=5]")),
+      properties);
+  EXPECT_EQ(
+      kafka(Parse(enabled,
+                  {R"(shipper.output.kafka.librdkafka=["ssl.cipher.suites=A,B", linger.ms=5])"})),
+      properties);
+  // One scalar is one item.
+  EXPECT_EQ(kafka(Parse(enabled, {"shipper.output.kafka.librdkafka=ssl.cipher.suites=A,B"})),
+            std::vector<std::string>{"ssl.cipher.suites=A,B"});
+
+  absl::StatusOr<Config> config =
+      Parse("shipper.output.elasticsearch: {enabled: true, headers: ['X-Tags: a, b', 'X-A: 1']}");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->output_as<ElasticsearchSettings>().headers,
+            (std::vector<std::string>{"X-Tags: a, b", "X-A: 1"}));
+  config = Parse("", {"shipper.output.elasticsearch.enabled=true",
+                      R"(shipper.output.elasticsearch.headers=["X-Tags: a, b", "X-A: 1"])"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->output_as<ElasticsearchSettings>().headers,
+            (std::vector<std::string>{"X-Tags: a, b", "X-A: 1"}));
+  EXPECT_THAT(Error("shipper.output.kafka.headers: [a:1, '']"), HasSubstr("a list of non-empty"));
 }
 
 TEST(ConfigTest, ShipperOutputNeedsAServer) {

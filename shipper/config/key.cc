@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -47,13 +48,21 @@ std::optional<uint32_t> ParsePermissions(const std::string& s) {
   return static_cast<uint32_t>(std::stoul(s, nullptr, 8));
 }
 
-std::optional<std::vector<std::string>> ParseList(const std::string& s) {
+std::optional<std::vector<std::string>> SplitCommas(const std::string& s) {
   std::vector<std::string> items = absl::StrSplit(s, ',');
   for (std::string& item : items) {
     item = std::string(absl::StripAsciiWhitespace(item));
     if (item.empty()) return std::nullopt;
   }
   return items;
+}
+
+std::string ShowList(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (const std::string& item : items) {
+    absl::StrAppend(&out, out.size() > 1 ? ", " : "", "\"", absl::CEscape(item), "\"");
+  }
+  return out + "]";
 }
 
 std::optional<int> ParsePort(const std::string& s) {

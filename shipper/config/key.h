@@ -1,6 +1,7 @@
 // Config keys: how each key is parsed from YAML, shown in --help, and stored.
 //
-// A Key<S> sets one field of a settings struct S from a YAML scalar. The struct's default member
+// A Key<S> sets one field of a settings struct S from a YAML scalar, or a list key from the items
+// of a YAML list, each carried as it is (an item may hold a comma). The struct's default member
 // initializers are the keys' defaults: --help shows the value a default-constructed S holds, so
 // every default is written once, where its field is declared. Each module declares the keys of
 // its own settings (the server's in config.cc, each output's in its own folder) with
@@ -39,20 +40,27 @@ struct Key {
   // Sets the field from a YAML scalar; INVALID_ARGUMENT names the key and what was expected.
   std::function<absl::Status(const std::string& scalar, S&)> set;
   std::function<std::string(S&)> show;
-  // Also takes a YAML list of scalars, handed to `set` joined by commas.
-  bool list = false;
+  // A list key's: sets the field from the items of a YAML list (each a scalar). Null for a
+  // scalar key, which refuses a list.
+  std::function<absl::Status(const std::vector<std::string>& items, S&)> set_list;
+
+  bool list() const { return set_list != nullptr; }
 
   // The same key on a struct `Whole` whose `part` is the S this key sets.
   template <typename Whole>
   Key<Whole> Within(std::function<S&(Whole&)> part) const {
-    return Key<Whole>{name,
-                      expected,
-                      help,
+    Key<Whole> within{name, expected, help,
                       [set = set, part](const std::string& scalar, Whole& whole) {
                         return set(scalar, part(whole));
                       },
-                      [show = show, part](Whole& whole) { return show(part(whole)); },
-                      list};
+                      [show = show, part](Whole& whole) { return show(part(whole)); }};
+    if (list()) {
+      within.set_list = [set_list = set_list, part](const std::vector<std::string>& items,
+                                                    Whole& whole) {
+        return set_list(items, part(whole));
+      };
+    }
+    return within;
   }
 };
 
@@ -83,7 +91,9 @@ std::optional<absl::Duration> ParseDuration(const std::string& s);
 // Octal permissions from 0000 to 0777.
 std::optional<uint32_t> ParsePermissions(const std::string& s);
 // Comma-separated non-empty items, whitespace around them stripped.
-std::optional<std::vector<std::string>> ParseList(const std::string& s);
+std::optional<std::vector<std::string>> SplitCommas(const std::string& s);
+// A list as YAML writes it, for --help: ["a", "b,c"].
+std::string ShowList(const std::vector<std::string>& items);
 std::optional<int> ParsePort(const std::string& s);
 std::string ShowPermissions(uint32_t mode);
 }  // namespace key_internal
@@ -192,13 +202,46 @@ struct KeysOf {
         [](const int& v) { return absl::StrCat(v); }, std::move(field));
   }
 
-  // A YAML list, or one scalar of comma-separated items.
+  // A list of non-empty strings: a YAML list, each item as it is (commas and all), or one
+  // scalar, which is one item.
   static Key<S> StringList(std::string name, std::string help,
                            Field<S, std::vector<std::string>> field) {
-    Key<S> key = Typed<std::vector<std::string>>(
-        std::move(name), std::move(help), "a list of non-empty strings", key_internal::ParseList,
-        [](const std::vector<std::string>& v) { return absl::StrJoin(v, ","); }, std::move(field));
-    key.list = true;
+    return List(
+        std::move(name), std::move(help), "a list of non-empty strings",
+        [](const std::string& s) -> std::optional<std::vector<std::string>> {
+          if (s.empty()) return std::nullopt;
+          return std::vector<std::string>{s};
+        },
+        std::move(field));
+  }
+
+  // A list of items that never hold a comma (addresses, URLs): a YAML list, or one scalar of
+  // comma-separated items, as Beats' -E takes them.
+  static Key<S> CommaList(std::string name, std::string help,
+                          Field<S, std::vector<std::string>> field) {
+    return List(std::move(name), std::move(help),
+                "a list of non-empty strings, or one string of them separated by commas",
+                key_internal::SplitCommas, std::move(field));
+  }
+
+  // A list key: `scalar` reads a scalar's items (nullopt: not valid); a YAML list's items must
+  // each be non-empty.
+  static Key<S> List(
+      std::string name, std::string help, std::string expected,
+      std::function<std::optional<std::vector<std::string>>(const std::string&)> scalar,
+      Field<S, std::vector<std::string>> field) {
+    Key<S> key = Typed<std::vector<std::string>>(name, std::move(help), expected, std::move(scalar),
+                                                 key_internal::ShowList, field);
+    key.set_list = [name, expected, field](const std::vector<std::string>& items, S& s) {
+      for (const std::string& item : items) {
+        if (item.empty()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("config key '", name, "': expected ", expected, ", got an empty item"));
+        }
+      }
+      field(s) = items;
+      return absl::OkStatus();
+    };
     return key;
   }
 };

@@ -4,7 +4,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "yaml-cpp/yaml.h"
 
@@ -70,7 +69,7 @@ absl::Status ConfigLoader::Set(std::string name, const YAML::Node& node, absl::s
   for (const BoundKey& key : keys_) {
     if (key.name != name) continue;
     given_.insert(name);
-    if (key.list && node.IsSequence()) {
+    if (key.set_list != nullptr && node.IsSequence()) {
       std::vector<std::string> items;
       for (const YAML::Node& item : node) {
         if (!item.IsScalar()) {
@@ -79,7 +78,7 @@ absl::Status ConfigLoader::Set(std::string name, const YAML::Node& node, absl::s
         }
         items.push_back(item.Scalar());
       }
-      absl::Status status = key.set(absl::StrJoin(items, ","));
+      absl::Status status = key.set_list(items);
       if (!status.ok()) return absl::InvalidArgumentError(absl::StrCat(where, status.message()));
       return absl::OkStatus();
     }

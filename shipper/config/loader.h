@@ -1,6 +1,8 @@
 // How a YAML config file and -E overrides become settings: nested and dotted maps alike
 // (`shipper: {queue: {mem: {events: 4096}}}` or `shipper.queue.mem.events: 4096`), each leaf set
-// through the key of its name. `-E key=value` reads the value as YAML too, and refuses one YAML
+// through the key of its name; a list key gets a YAML list's items as they are (an item may hold a
+// comma). `-E key=value` reads the value as YAML too (a flow list: -E 'k=[a, "b,c"]'), and refuses
+// one YAML
 // would misread, saying how to quote it. Every bad leaf (unknown key, with the nearest known one
 // suggested; wrong type) is one problem naming the file and line or -E, and the key; loading goes
 // on, so that one run reports them all.
@@ -31,9 +33,10 @@ namespace shipper {
 struct BoundKey {
   std::string name;
   std::string expected;
-  bool list = false;  // also takes a YAML list of scalars
-  // Sets the field from a scalar (a list's items joined by commas); the error names the key.
+  // Sets the field from a scalar; the error names the key.
   std::function<absl::Status(const std::string& scalar)> set;
+  // A list key's: sets the field from a YAML list's items, as they are. Null for a scalar key.
+  std::function<absl::Status(const std::vector<std::string>& items)> set_list;
 };
 
 // `keys` of S, bound to `*settings`, which must outlive the result.
@@ -42,9 +45,15 @@ std::vector<BoundKey> Bind(const std::vector<Key<S>>& keys, S* settings) {
   std::vector<BoundKey> bound;
   bound.reserve(keys.size());
   for (const Key<S>& key : keys) {
-    bound.push_back(
-        {key.name, key.expected, key.list,
-         [set = key.set, settings](const std::string& scalar) { return set(scalar, *settings); }});
+    BoundKey b{key.name, key.expected, [set = key.set, settings](const std::string& scalar) {
+                 return set(scalar, *settings);
+               }};
+    if (key.list()) {
+      b.set_list = [set_list = key.set_list, settings](const std::vector<std::string>& items) {
+        return set_list(items, *settings);
+      };
+    }
+    bound.push_back(std::move(b));
   }
   return bound;
 }

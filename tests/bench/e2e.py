@@ -211,7 +211,7 @@ class Bench:
             argv += ["-E", "shipper.output.kafka.enabled=true",
                      "-E", "shipper.output.kafka.hosts=" + fake.address,
                      "-E", "shipper.output.kafka.topic=bench",
-                     "-E", "shipper.output.kafka.librdkafka=" + ",".join(librdkafka)]
+                     "-E", "shipper.output.kafka.librdkafka=[%s]" % ", ".join(librdkafka)]
             for key, value in settings.items():
                 argv += ["-E", "shipper.output.kafka.%s=%s" % (key, value)]
         for kv in overrides:

@@ -168,10 +168,10 @@ std::vector<Key<ElasticsearchSettings>> ElasticsearchKeys() {
     return [member](ElasticsearchSettings & s) -> auto& { return s.ssl.*member; };
   };
   return {
-      K::StringList(ElasticsearchKey("hosts"),
-                    "URLs http(s)://host:port[/path] (port 9200 when unset); requests spread "
-                    "over them, a failing one backs off",
-                    &ElasticsearchSettings::hosts),
+      K::CommaList(ElasticsearchKey("hosts"),
+                   "URLs http(s)://host:port[/path] (port 9200 when unset); requests spread "
+                   "over them, a failing one backs off",
+                   &ElasticsearchSettings::hosts),
       K::String(ElasticsearchKey("index"),
                 "index or data stream of each event, a format: %{[field]:default} takes it "
                 "from the event",
@@ -186,7 +186,7 @@ std::vector<Key<ElasticsearchSettings>> ElasticsearchKeys() {
       K::String(ElasticsearchKey("password"), "basic authentication password",
                 &ElasticsearchSettings::password),
       K::StringList(ElasticsearchKey("headers"),
-                    "extra request headers, each 'Name: value' (a list: values cannot hold "
+                    "extra request headers, each 'Name: value' (a list; a value may hold "
                     "commas)",
                     &ElasticsearchSettings::headers),
       K::Size(ElasticsearchKey("compression_level"), "gzip level of request bodies, 0 (none) to 9",

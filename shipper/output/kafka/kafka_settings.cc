@@ -275,7 +275,7 @@ std::vector<Key<KafkaSettings>> KafkaKeys() {
   };
   const auto show_int = [](const int& v) { return absl::StrCat(v); };
   return {
-      K::StringList("shipper.output.kafka.hosts", "bootstrap brokers as host:port", &S::hosts),
+      K::CommaList("shipper.output.kafka.hosts", "bootstrap brokers as host:port", &S::hosts),
       K::String(kTopicKey,
                 "topic of each event (required); %{[data_stream.dataset]} takes it from the "
                 "event, %{[field]:default} when the field may be missing",

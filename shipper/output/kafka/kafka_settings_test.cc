@@ -10,28 +10,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "shipper/config/loader.h"
 
 namespace shipper {
 namespace {
 
-// Sets each "name=value" on enabled settings, as -E does; 0 and nothing when the settings pass,
-// else 1 and every problem, one per line (what --check_config exits with and prints).
+// Sets each "name=value" on enabled settings as -E does (the value read as YAML); 0 and nothing
+// when the settings pass, else 1 and every problem, one per line (what --check_config exits with
+// and prints).
 std::pair<int, std::string> CheckSettings(KafkaSettings settings,
                                           const std::vector<std::string>& items) {
-  const std::vector<Key<KafkaSettings>> keys = KafkaKeys();
-  Problems problems;
   settings.enabled = true;
-  for (const std::string& item : items) {
-    const size_t eq = item.find('=');
-    const std::string name = item.substr(0, eq);
-    bool known = false;
-    for (const Key<KafkaSettings>& key : keys) {
-      if (key.name != name) continue;
-      known = true;
-      problems.Add(key.set(item.substr(eq + 1), settings));
-    }
-    if (!known) problems.Add(absl::StrCat("unknown key ", name));
-  }
+  ConfigLoader loader(Bind(KafkaKeys(), &settings), {});
+  for (const std::string& item : items) loader.LoadOverride(item);
+  Problems& problems = loader.problems();
   settings.Validate(&problems);
   if (problems.empty()) settings.Preflight(&problems);
   return {problems.empty() ? 0 : 1, absl::StrJoin(problems.all(), "\n")};
@@ -45,10 +37,10 @@ std::pair<int, std::string> Check(std::vector<std::string> extra) {
 
 TEST(KafkaSettingsTest, ValidSettingsPass) {
   auto [code, out] =
-      Check({"shipper.output.kafka.hosts=a:9092,b:9092", "shipper.output.kafka.key=%{[host.name]}",
-             "shipper.output.kafka.compression=zstd", "shipper.output.kafka.compression_level=3",
-             "shipper.output.kafka.headers=env:prod",
-             "shipper.output.kafka.librdkafka=linger.ms=20,socket.nagle.disable=true"});
+      Check({"shipper.output.kafka.hosts=a:9092,b:9092",
+             "shipper.output.kafka.key=\"%{[host.name]}\"", "shipper.output.kafka.compression=zstd",
+             "shipper.output.kafka.compression_level=3", "shipper.output.kafka.headers=env:prod",
+             "shipper.output.kafka.librdkafka=[linger.ms=20, socket.nagle.disable=true]"});
   EXPECT_EQ(code, 0) << out;
 }
 
@@ -92,16 +84,15 @@ TEST(KafkaSettingsTest, CodecsWithoutLevelsPassWithTheDefaultLevel) {
 }
 
 TEST(KafkaSettingsTest, PropertyLibrdkafkaRefusesIsNamed) {
-  auto [code, out] = Check({"shipper.output.kafka.librdkafka=no.such.property=1,linger.ms=-5"});
+  auto [code, out] = Check({"shipper.output.kafka.librdkafka=[no.such.property=1, linger.ms=-5]"});
   EXPECT_NE(code, 0);
   EXPECT_TRUE(absl::StrContains(out, "librdkafka refuses no.such.property=1")) << out;
   EXPECT_TRUE(absl::StrContains(out, "librdkafka refuses linger.ms=-5")) << out;
 }
 
 TEST(KafkaSettingsTest, PropertiesShipperSetsCannotBeOverridden) {
-  auto [code, out] =
-      Check({"shipper.output.kafka.librdkafka=enable.idempotence=false,"
-             "request.required.acks=0"});
+  auto [code, out] = Check(
+      {"shipper.output.kafka.librdkafka=[enable.idempotence=false, request.required.acks=0]"});
   EXPECT_NE(code, 0);
   EXPECT_TRUE(
       absl::StrContains(out, "enable.idempotence is set by shipper.output.kafka.required_acks"))

@@ -231,9 +231,9 @@ OutputType RedisOutputType() {
   return MakeOutputType<RedisSettings>(
       "redis", "send events to Redis",
       {
-          K::StringList("shipper.output.redis.hosts",
-                        "Redis servers as host:port; the next is tried when one fails",
-                        &RedisSettings::hosts),
+          K::CommaList("shipper.output.redis.hosts",
+                       "Redis servers as host:port; the next is tried when one fails",
+                       &RedisSettings::hosts),
           K::String("shipper.output.redis.key",
                     "list, channel or stream name; %{[data_stream.dataset]} takes it from each "
                     "event, %{[field]:default} when the field may be missing",
