@@ -270,6 +270,45 @@ TEST(ConfigTest, ListItemsKeepTheirCommas) {
   EXPECT_THAT(Error("shipper.output.kafka.headers: [a:1, '']"), HasSubstr("a list of non-empty"));
 }
 
+// Every key that names an address takes the same forms and refuses the same mistakes in the same
+// words (address.h).
+TEST(ConfigTest, EveryAddressKeyFollowsTheSameRules) {
+  const std::vector<std::vector<std::string>> keys = {
+      {"shipper.server.server="},
+      {"shipper.server.health.address="},
+      {"shipper.output.shipper.enabled=true", "shipper.output.shipper.server="},
+      {"shipper.output.kafka.enabled=true", "shipper.output.kafka.topic=t",
+       "shipper.output.kafka.hosts="},
+      {"shipper.output.redis.enabled=true", "shipper.output.redis.hosts="},
+  };
+  const auto with = [](std::vector<std::string> overrides, const std::string& address) {
+    overrides.back() += address;
+    return overrides;
+  };
+  for (const std::vector<std::string>& key : keys) {
+    const std::string name = key.back().substr(0, key.back().size() - 1);
+    EXPECT_TRUE(Parse("", with(key, "\"[::1]:5000\"")).ok()) << name;  // quoted: YAML's [ is a list
+    EXPECT_TRUE(Parse("", with(key, "host-1.example.com:5000")).ok()) << name;
+    EXPECT_THAT(Error("", with(key, "::1:5000")), HasSubstr("goes in brackets: [::1]:port"))
+        << name;
+    EXPECT_THAT(Error("", with(key, "a b:5000")), HasSubstr("'a b' is not a host name")) << name;
+    EXPECT_THAT(Error("", with(key, "host:70000")), HasSubstr("to 65535")) << name;
+  }
+  // What each allows beside: Redis' default port, the listeners' empty host and port 0, unix
+  // sockets where Shipper can use one.
+  ASSERT_TRUE(Parse("", with(keys[4], "redis")).ok());
+  EXPECT_THAT(Error("", with(keys[3], "kafka")),
+              HasSubstr("shipper.output.kafka.hosts: 'kafka' is not host:port: no port"));
+  EXPECT_THAT(Error("", with(keys[2], "aggregator")),
+              HasSubstr("'aggregator' is not host:port or unix:///path: no port"));
+  EXPECT_TRUE(Parse("", with(keys[2], "unix:///run/aggregator.sock")).ok());
+  EXPECT_TRUE(Parse("", with(keys[0], ":0")).ok());
+  EXPECT_TRUE(Parse("", with(keys[1], ":0")).ok());
+  EXPECT_THAT(Error("", with(keys[3], "kafka:0")), HasSubstr("from 1 to 65535"));
+  EXPECT_THAT(Error("", with(keys[4], "unix:///run/redis.sock")),
+              HasSubstr("a unix socket is not allowed here"));
+}
+
 TEST(ConfigTest, ShipperOutputNeedsAServer) {
   absl::StatusOr<Config> config =
       Parse("shipper.output.shipper: {enabled: true, server: 'aggregator:50051', timeout: 3s}");

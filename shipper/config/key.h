@@ -151,6 +151,25 @@ struct KeysOf {
         [](const std::string& v) { return v; }, std::move(field));
   }
 
+  // A string `check` accepts (an address, say); its error, the reason, follows what was
+  // expected in the key's.
+  static Key<S> Checked(std::string name, std::string help, std::string expected,
+                        std::function<absl::Status(const std::string&)> check,
+                        std::function<std::string(const std::string&)> show,
+                        Field<S, std::string> field) {
+    return Key<S>{name, expected, std::move(help),
+                  [name, expected, check, field](const std::string& scalar, S& s) {
+                    if (absl::Status status = check(scalar); !status.ok()) {
+                      return absl::InvalidArgumentError(
+                          absl::StrCat("config key '", name, "': expected ", expected, ", got '",
+                                       scalar, "' (", status.message(), ")"));
+                    }
+                    field(s) = scalar;
+                    return absl::OkStatus();
+                  },
+                  [show, field](S& s) { return show(field(s)); }};
+  }
+
   // One of a fixed set of names.
   template <typename T>
   static Key<S> Choice(std::string name, std::string help,

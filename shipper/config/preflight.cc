@@ -76,9 +76,11 @@ void CheckListenAddress(Problems* problems, absl::string_view key, const std::st
   const auto cannot = [&](absl::string_view why) {
     problems->Add(absl::StrCat("cannot listen on '", address, "' (", why, "): change ", key));
   };
-  const std::string path = UnixSocketPath(address);
+  absl::StatusOr<Address> parsed = ParseAddress(address, kListenAddress);
+  if (!parsed.ok()) return cannot(parsed.status().message());
+  const std::string& path = parsed->unix_path;
   if (path.empty()) {
-    absl::StatusOr<AddressList> found = ResolveListenAddress(address);
+    absl::StatusOr<AddressList> found = ResolveListenAddress(*parsed);
     if (!found.ok()) cannot(found.status().message());
     return;
   }

@@ -11,6 +11,7 @@
 #include "grpcpp/impl/server_builder_option.h"
 #include "grpcpp/impl/server_builder_plugin.h"
 #include "proto/health.grpc.pb.h"
+#include "shipper/config/address.h"
 
 namespace shipper {
 namespace {
@@ -77,7 +78,10 @@ absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::str
         absl::StrCat("cannot serve health checks on '", address,
                      "' (address in use or not host:port): change shipper.server.health.address"));
   }
-  health->address_ = absl::StrCat(address.substr(0, address.rfind(':')), ":", port);
+  absl::StatusOr<Address> bound = ParseAddress(address, {/*unix_socket=*/false, /*listen=*/true});
+  CHECK(bound.ok()) << "gRPC listens on it: " << bound.status();
+  bound->port = port;
+  health->address_ = bound->ToString();
   // Not "listening on": tools read that phrase as the Producer API's address.
   LOG(INFO) << "gRPC health service (only) on " << health->address_;
   return health;

@@ -27,6 +27,7 @@ class HealthServer {
   // Listens on `address` (host:port; port 0 picks a free one), reporting SERVING for the server
   // as a whole (service "") and for the Producer service; other names are NOT_FOUND, as the
   // protocol asks. UNAVAILABLE, naming the config key, when the address cannot be bound.
+  // REQUIRES: `address` is a listener's host:port (address.h), as its key checks.
   static absl::StatusOr<std::unique_ptr<HealthServer>> Start(const std::string& address);
   ~HealthServer();  // Shutdown()
 

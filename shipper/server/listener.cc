@@ -162,10 +162,10 @@ absl::Status Listener::Cannot(absl::string_view why) const {
 }
 
 absl::Status Listener::Bind() {
-  if (std::string path = UnixSocketPath(configured_address_); !path.empty()) {
-    return BindUnix(std::move(path));
-  }
-  return BindTcp();
+  absl::StatusOr<Address> address = ParseAddress(configured_address_, kListenAddress);
+  if (!address.ok()) return Cannot(address.status().message());
+  if (!address->unix_path.empty()) return BindUnix(address->unix_path);
+  return BindTcp(*std::move(address));
 }
 
 absl::Status Listener::BindUnix(std::string path) {
@@ -191,8 +191,8 @@ absl::Status Listener::BindUnix(std::string path) {
   return absl::OkStatus();
 }
 
-absl::Status Listener::BindTcp() {
-  absl::StatusOr<AddressList> found = ResolveListenAddress(configured_address_);
+absl::Status Listener::BindTcp(Address address) {
+  absl::StatusOr<AddressList> found = ResolveListenAddress(address);
   if (!found.ok()) return Cannot(found.status().message());
   bool both_families = false;
   for (addrinfo* a = found->get(); a != nullptr; a = a->ai_next) {
@@ -232,8 +232,8 @@ absl::Status Listener::BindTcp() {
     }
   }
   if (sockets_.empty()) return Cannot(errors);
-  address_ =
-      absl::StrCat(configured_address_.substr(0, configured_address_.rfind(':')), ":", bound_port);
+  address.port = bound_port;
+  address_ = address.ToString();
   return absl::OkStatus();
 }
 

@@ -35,6 +35,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "shipper/config/address.h"
 #include "shipper/server/server_settings.h"
 
 namespace shipper {
@@ -80,7 +81,7 @@ class Listener {
   Listener(const ServerSettings& server, std::shared_ptr<grpc::ServerCredentials> credentials);
   absl::Status Bind();  // BindUnix or BindTcp, as the address says
   absl::Status BindUnix(std::string path);
-  absl::Status BindTcp();
+  absl::Status BindTcp(Address address);
   // UNAVAILABLE: cannot listen on the address, because of `why`.
   absl::Status Cannot(absl::string_view why) const;
   void Accept();                     // the accept thread

@@ -15,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "shipper/config/address.h"
 
 namespace shipper {
 namespace {
@@ -43,12 +42,6 @@ int BindSocket(const std::string& path, bool listen_too) {
     EXPECT_EQ(listen(fd, 1), 0);
   }
   return fd;
-}
-
-TEST(ListenerTest, UnixSocketPath) {
-  EXPECT_EQ(UnixSocketPath("unix:///run/shipper.sock"), "/run/shipper.sock");
-  EXPECT_EQ(UnixSocketPath("unix:run/shipper.sock"), "run/shipper.sock");
-  EXPECT_EQ(UnixSocketPath("127.0.0.1:50051"), "");
 }
 
 TEST(ListenerTest, StaleSocketIsReplacedLiveOneAndOtherFilesAreNot) {

@@ -1,10 +1,9 @@
 #include "shipper/server/server_settings.h"
 
 #include <climits>
-#include <optional>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "shipper/config/address.h"
 #include "shipper/config/preflight.h"
 
 namespace shipper {
@@ -51,20 +50,15 @@ std::vector<Key<ServerSettings>> ServerKeys() {
   return {
       K::String("shipper.server.server", "gRPC listen address: host:port or unix:///path",
                 &S::address),
-      K::Typed<std::string>(
+      K::Checked(
           "shipper.server.health.address",
           "second listener serving only the gRPC health service, for Kubernetes probes (\"\": "
           "none)",
           "host:port or \"\"",
-          [](const std::string& s) -> std::optional<std::string> {
-            if (s.empty()) return s;
-            size_t colon = s.rfind(':');
-            int port;
-            if (colon == std::string::npos || !absl::SimpleAtoi(s.substr(colon + 1), &port) ||
-                port < 0 || port > 65535) {
-              return std::nullopt;  // a unix socket cannot serve Kubernetes' gRPC probes
-            }
-            return s;
+          [](const std::string& s) {
+            // A unix socket cannot serve Kubernetes' gRPC probes.
+            if (s.empty()) return absl::OkStatus();
+            return ParseAddress(s, {/*unix_socket=*/false, /*listen=*/true}).status();
           },
           [](const std::string& v) { return v.empty() ? std::string("\"\"") : v; },
           &S::health_address),
@@ -104,6 +98,7 @@ std::vector<Key<ServerSettings>> ServerKeys() {
 }
 
 void ValidateServer(const ServerSettings& server, Problems* problems) {
+  problems->Add(CheckAddress("shipper.server.server", server.address, kListenAddress));
   const ServerLimits& limits = server.limits;
   // gRPC takes max_concurrent_streams as an int; a message is never near 2GiB.
   if (limits.max_message_size > INT_MAX || limits.max_concurrent_streams > INT_MAX) {

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "shipper/config/address.h"
 #include "shipper/config/preflight.h"
 
 namespace shipper {
@@ -140,13 +141,6 @@ std::vector<Property> AllProperties(const KafkaSettings& s) {
   return all;
 }
 
-bool ValidHost(const std::string& host) {
-  const size_t colon = host.rfind(':');
-  int port = 0;
-  return colon != std::string::npos && colon > 0 &&
-         absl::SimpleAtoi(host.substr(colon + 1), &port) && port > 0 && port <= 65535;
-}
-
 }  // namespace
 
 KafkaConf NewKafkaConf(const KafkaSettings& s, Problems* problems) {
@@ -165,11 +159,7 @@ KafkaConf NewKafkaConf(const KafkaSettings& s, Problems* problems) {
 void KafkaSettings::Validate(Problems* problems) const {
   const std::string k = "shipper.output.kafka.";
   if (hosts.empty()) problems->Add(k + "hosts: name at least one broker as host:port");
-  for (const std::string& host : hosts) {
-    if (!ValidHost(host)) {
-      problems->Add(absl::StrCat(k, "hosts: '", host, "' is not host:port (e.g. kafka:9092)"));
-    }
-  }
+  for (const std::string& host : hosts) problems->Add(CheckAddress(k + "hosts", host, {}));
   if (topic.empty()) {
     if (enabled) problems->Add(k + "topic: the Kafka output needs a topic");
   } else {

@@ -10,21 +10,25 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "hiredis/hiredis.h"
 #include "runtime/mutex.h"
+#include "shipper/config/address.h"
 #include "shipper/event/field_format.h"
 #include "shipper/output/batch_json.h"
 
 namespace shipper {
 namespace {
 
+constexpr char kHostsKey[] = "shipper.output.redis.hosts";
+// A host without a port is Redis' own, as Beats takes it.
+constexpr AddressRules kRedisAddress = {/*unix_socket=*/false, /*listen=*/false,
+                                        /*default_port=*/6379};
+
 struct Host {
   std::string name;  // as configured, for messages
-  std::string ip;
-  int port;
+  Address address;
 };
 
 struct ContextDeleter {
@@ -36,20 +40,6 @@ struct ReplyDeleter {
   void operator()(redisReply* r) const { freeReplyObject(r); }
 };
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-absl::StatusOr<Host> ParseHost(const std::string& name) {
-  Host host{name, name, 6379};
-  const size_t colon = name.rfind(':');
-  if (colon != std::string::npos) {
-    host.ip = name.substr(0, colon);
-    if (!absl::SimpleAtoi(name.substr(colon + 1), &host.port) || host.port <= 0 ||
-        host.port > 65535 || host.ip.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("shipper.output.redis.hosts: '", name,
-                                                     "' is not host:port (e.g. 127.0.0.1:6379)"));
-    }
-  }
-  return host;
-}
 
 // What a failed connection or command says, for logs.
 std::string ConnectionError(const redisContext* c, const Host& host) {
@@ -161,7 +151,7 @@ class RedisOutput final : public Output {
 
   absl::StatusOr<Connection> Connect(const Host& host) {
     const timeval tv = absl::ToTimeval(config_.timeout);
-    Connection c(redisConnectWithTimeout(host.ip.c_str(), host.port, tv));
+    Connection c(redisConnectWithTimeout(host.address.host.c_str(), host.address.port, tv));
     if (c == nullptr || c->err || redisSetTimeout(c.get(), tv) != REDIS_OK) {
       return absl::UnavailableError(ConnectionError(c.get(), host));
     }
@@ -207,8 +197,8 @@ class RedisOutput final : public Output {
 }  // namespace
 
 void RedisSettings::Validate(Problems* problems) const {
-  if (hosts.empty()) problems->Add("shipper.output.redis.hosts: name at least one host:port");
-  for (const std::string& name : hosts) problems->Add(ParseHost(name).status());
+  if (hosts.empty()) problems->Add(absl::StrCat(kHostsKey, ": name at least one host:port"));
+  for (const std::string& name : hosts) problems->Add(CheckAddress(kHostsKey, name, kRedisAddress));
   problems->Add(FieldFormat::Parse(key, "shipper.output.redis.key").status());
   if (timeout <= absl::ZeroDuration()) {
     problems->Add("shipper.output.redis.timeout: must be above 0");
@@ -217,7 +207,9 @@ void RedisSettings::Validate(Problems* problems) const {
 
 absl::StatusOr<std::unique_ptr<Output>> RedisSettings::Build() const {
   std::vector<Host> parsed;
-  for (const std::string& name : hosts) parsed.push_back(*ParseHost(name));
+  for (const std::string& name : hosts) {
+    parsed.push_back({name, *ParseAddress(name, kRedisAddress)});
+  }
   return std::make_unique<RedisOutput>(*this, std::move(parsed),
                                        *FieldFormat::Parse(key, "shipper.output.redis.key"));
 }
@@ -231,8 +223,7 @@ OutputType RedisOutputType() {
   return MakeOutputType<RedisSettings>(
       "redis", "send events to Redis",
       {
-          K::CommaList("shipper.output.redis.hosts",
-                       "Redis servers as host:port; the next is tried when one fails",
+          K::CommaList(kHostsKey, "Redis servers as host:port; the next is tried when one fails",
                        &RedisSettings::hosts),
           K::String("shipper.output.redis.key",
                     "list, channel or stream name; %{[data_stream.dataset]} takes it from each "

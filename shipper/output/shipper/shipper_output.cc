@@ -13,6 +13,7 @@
 #include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/producer.grpc.pb.h"
+#include "shipper/config/address.h"
 #include "shipper/config/pem.h"
 #include "shipper/config/preflight.h"
 
@@ -220,6 +221,9 @@ void ShipperOutputSettings::Validate(Problems* problems) const {
     problems->Add(
         "config: the shipper output needs shipper.output.shipper.server (the next Shipper's "
         "address)");
+  }
+  if (!server.empty()) {
+    problems->Add(CheckAddress("shipper.output.shipper.server", server, {/*unix_socket=*/true}));
   }
   if (!ssl.enabled &&
       !(ssl.certificate_authorities.empty() && ssl.certificate.empty() && ssl.key.empty())) {
