@@ -429,7 +429,9 @@ shipper.server.ssl:
             std::vector<std::string>{"/etc/shipper/ca.crt"});
   EXPECT_EQ(config->server.ssl.client_authentication, ClientAuthentication::kRequired);
   absl::StatusOr<Config> optional =
-      Parse("", {"shipper.server.ssl.client_authentication=optional"});
+      Parse("", {"shipper.server.ssl.certificate=/c.crt", "shipper.server.ssl.key=/c.key",
+                 "shipper.server.ssl.certificate_authorities=/ca.crt",
+                 "shipper.server.ssl.client_authentication=optional"});
   ASSERT_TRUE(optional.ok()) << optional.status();
   EXPECT_EQ(optional->server.ssl.client_authentication, ClientAuthentication::kOptional);
   EXPECT_THAT(Error("shipper.server.ssl.client_authentication: yes"),
@@ -534,40 +536,83 @@ std::string TestPath(absl::string_view name) {
   return absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
 }
 
-TEST(ConfigTest, PreflightNamesWhatTlsSettingsMiss) {
+// Every output's `ssl` block has the same keys, takes them the same way and refuses the same
+// mistakes in the same words (tls.h).
+TEST(ConfigTest, EveryClientTlsBlockIsTheSame) {
+  const std::vector<std::vector<std::string>> outputs = {
+      {"shipper.output.shipper.enabled=true", "shipper.output.shipper.server=a:1"},
+      {"shipper.output.kafka.enabled=true", "shipper.output.kafka.topic=t"},
+      {"shipper.output.elasticsearch.enabled=true"},
+  };
+  for (const std::vector<std::string>& output : outputs) {
+    const std::string name = output[0].substr(0, output[0].find(".enabled"));
+    const std::string ssl = name + ".ssl.";
+    std::vector<std::string> overrides = output;
+    for (const char* item : {"enabled=true", "certificate_authorities=[/ca.crt]",
+                             "certificate=/c.crt", "key=/c.key", "verification_mode=certificate"}) {
+      overrides.push_back(ssl + item);
+    }
+    EXPECT_TRUE(Parse("", overrides).ok()) << Parse("", overrides).status();
+    overrides = output;
+    overrides.push_back(ssl + "certificate=/c.crt");
+    EXPECT_THAT(Error("", overrides),
+                HasSubstr(absl::StrCat(ssl, "certificate and ", ssl,
+                                       "key go together (the client's own, for mTLS)")))
+        << name;
+    overrides.back() = ssl + "enabled=false";
+    overrides.push_back(ssl + "certificate_authorities=/ca.crt");
+    EXPECT_THAT(Error("", overrides), HasSubstr(absl::StrCat("config: ", name,
+                                                             ".ssl files are set but TLS is off: "
+                                                             "set ",
+                                                             ssl, "enabled: true")))
+        << name;
+  }
+  // What one output adds: librdkafka reads one CA file; Elasticsearch's https:// hosts need TLS.
+  EXPECT_THAT(Error("", {"shipper.output.kafka.enabled=true", "shipper.output.kafka.topic=t",
+                         "shipper.output.kafka.ssl.enabled=true",
+                         "shipper.output.kafka.ssl.certificate_authorities=[/a.crt, /b.crt]"}),
+              HasSubstr("librdkafka takes one CA file"));
+  EXPECT_THAT(Error("", {"shipper.output.elasticsearch.enabled=true",
+                         "shipper.output.elasticsearch.hosts=https://es:9200",
+                         "shipper.output.elasticsearch.ssl.enabled=false"}),
+              HasSubstr("'https://es:9200' needs TLS, but shipper.output.elasticsearch.ssl.enabled "
+                        "is false"));
+}
+
+// What start refuses of shipper.server.ssl: the settings that go together (ParseConfig), the
+// files (Preflight).
+TEST(ConfigTest, StartNamesWhatTlsSettingsMiss) {
   const std::string cert = TestPath("cert.pem"), key = TestPath("key.pem");
   std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
   std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
-  auto message = [](const ServerTls& ssl) {
-    Config config = *Parse("");
-    config.server.ssl = ssl;
-    absl::Status status = Preflight(config);
+  auto message = [](const std::vector<std::string>& ssl) {
+    std::vector<std::string> overrides;
+    for (const std::string& item : ssl) overrides.push_back("shipper.server.ssl." + item);
+    absl::StatusOr<Config> config = Parse("", overrides);
+    absl::Status status = config.ok() ? Preflight(*config) : config.status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     return std::string(status.message());
   };
-  auto ok = [](const ServerTls& ssl) {
-    Config config = *Parse("");
-    config.server.ssl = ssl;
-    return Preflight(config).ok();
+  auto ok = [](const std::vector<std::string>& ssl) {
+    std::vector<std::string> overrides;
+    for (const std::string& item : ssl) overrides.push_back("shipper.server.ssl." + item);
+    absl::StatusOr<Config> config = Parse("", overrides);
+    return config.ok() && Preflight(*config).ok();
   };
-  ServerTls ssl;
-  ssl.key = key;
-  EXPECT_THAT(message(ssl), HasSubstr("need shipper.server.ssl.certificate"));
-  ssl = ServerTls{};
-  ssl.certificate = cert;
-  EXPECT_THAT(message(ssl), HasSubstr("needs shipper.server.ssl.key"));
-  ssl.key = TestPath("missing.pem");
-  EXPECT_THAT(message(ssl), HasSubstr("'shipper.server.ssl.key': cannot read"));
-  ssl.key = cert;
-  EXPECT_THAT(message(ssl), HasSubstr("is not a PEM file with a PRIVATE KEY"));
-  ssl.key = key;
-  EXPECT_TRUE(ok(ssl));
-  ssl.client_authentication = ClientAuthentication::kRequired;
-  EXPECT_THAT(message(ssl), HasSubstr("set it"));
-  ssl.certificate_authorities = {key};
-  EXPECT_THAT(message(ssl), HasSubstr("'shipper.server.ssl.certificate_authorities'"));
-  ssl.certificate_authorities = {cert};
-  EXPECT_TRUE(ok(ssl));
+  EXPECT_THAT(message({"key=" + key}), HasSubstr("need shipper.server.ssl.certificate"));
+  EXPECT_THAT(message({"certificate=" + cert}), HasSubstr("needs shipper.server.ssl.key"));
+  EXPECT_THAT(message({"certificate=" + cert, "key=" + TestPath("missing.pem")}),
+              HasSubstr("'shipper.server.ssl.key': cannot read"));
+  EXPECT_THAT(message({"certificate=" + cert, "key=" + cert}),
+              HasSubstr("is not a PEM file with a PRIVATE KEY"));
+  EXPECT_TRUE(ok({"certificate=" + cert, "key=" + key}));
+  EXPECT_THAT(message({"certificate=" + cert, "key=" + key, "client_authentication=required"}),
+              HasSubstr("set it"));
+  EXPECT_THAT(message({"certificate=" + cert, "key=" + key, "client_authentication=required",
+                       "certificate_authorities=" + key}),
+              HasSubstr("'shipper.server.ssl.certificate_authorities'"));
+  EXPECT_TRUE(ok({"certificate=" + cert, "key=" + key, "client_authentication=required",
+                  "certificate_authorities=" + cert}));
 }
 
 }  // namespace

@@ -25,15 +25,4 @@ absl::StatusOr<std::string> ReadPem(absl::string_view key, const std::string& pa
   return pem;
 }
 
-absl::StatusOr<std::string> ReadPems(absl::string_view key, const std::vector<std::string>& paths,
-                                     absl::string_view what) {
-  std::string pems;
-  for (const std::string& path : paths) {
-    absl::StatusOr<std::string> pem = ReadPem(key, path, what);
-    if (!pem.ok()) return pem.status();
-    absl::StrAppend(&pems, *pem, absl::EndsWith(*pem, "\n") ? "" : "\n");
-  }
-  return pems;
-}
-
 }  // namespace shipper

@@ -5,7 +5,6 @@
 #define SHIPPER_SHIPPER_CONFIG_PEM_H_
 
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -16,11 +15,6 @@ namespace shipper {
 // block ("CERTIFICATE", "PRIVATE KEY"). INVALID_ARGUMENT names the key and what is wrong.
 absl::StatusOr<std::string> ReadPem(absl::string_view key, const std::string& path,
                                     absl::string_view what);
-
-// The same for several files (a CA bundle given as a list, Beats' form): their contents, one
-// after the other.
-absl::StatusOr<std::string> ReadPems(absl::string_view key, const std::vector<std::string>& paths,
-                                     absl::string_view what);
 
 }  // namespace shipper
 

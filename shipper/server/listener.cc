@@ -26,7 +26,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
 #include "shipper/config/address.h"
-#include "shipper/config/pem.h"
+#include "shipper/config/tls.h"
 #include "shipper/metrics/shipper_metrics.h"
 
 namespace shipper {
@@ -78,20 +78,18 @@ constexpr size_t kRefusalMemory = 4 << 20;
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(const ServerTls& ssl) {
-  if (ssl.certificate.empty()) return grpc::InsecureServerCredentials();
-  absl::StatusOr<std::string> cert =
-      ReadPem("shipper.server.ssl.certificate", ssl.certificate, "CERTIFICATE");
-  if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = ReadPem("shipper.server.ssl.key", ssl.key, "PRIVATE KEY");
-  if (!key.ok()) return key.status();
-
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(
+    const TlsSettings& ssl, const TlsBlock& block) {
+  if (!block.On(ssl)) return grpc::InsecureServerCredentials();
+  absl::StatusOr<TlsPem> pem = block.Read(ssl);
+  if (!pem.ok()) return pem.status();
   grpc::SslServerCredentialsOptions options;
-  options.pem_key_cert_pairs.push_back({*key, *cert});
+  options.pem_key_cert_pairs.push_back({pem->key, pem->certificate});
+  options.pem_root_certs = pem->certificate_authorities;
   switch (ssl.client_authentication) {
     case ClientAuthentication::kNone:
       options.client_certificate_request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
-      return grpc::SslServerCredentials(options);
+      break;
     case ClientAuthentication::kOptional:
       options.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
       break;
@@ -100,10 +98,6 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(con
           GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
       break;
   }
-  absl::StatusOr<std::string> cas = ReadPems("shipper.server.ssl.certificate_authorities",
-                                             ssl.certificate_authorities, "CERTIFICATE");
-  if (!cas.ok()) return cas.status();
-  options.pem_root_certs = *cas;
   return grpc::SslServerCredentials(options);
 }
 
@@ -147,7 +141,7 @@ Listener::~Listener() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const ServerSettings& server) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ListenerCredentials(server.ssl);
+      ListenerCredentials(server.ssl, ServerTlsBlock());
   if (!credentials.ok()) return credentials.status();
   std::unique_ptr<Listener> listener(new Listener(server, *std::move(credentials)));
   listener->wake_fd_ = eventfd(0, EFD_CLOEXEC);

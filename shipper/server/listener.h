@@ -36,14 +36,16 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "shipper/config/address.h"
+#include "shipper/config/tls.h"
 #include "shipper/server/server_settings.h"
 
 namespace shipper {
 
-// Insecure credentials without a certificate, TLS or mTLS credentials otherwise. Reads the PEM
-// files now; INVALID_ARGUMENT names the key whose file is unreadable or not PEM.
-// REQUIRES: Preflight (config.h) found the settings complete.
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(const ServerTls& ssl);
+// Insecure credentials when `ssl` (a server's, of `block`) has TLS off, TLS or mTLS credentials
+// otherwise. Reads the PEM files now; INVALID_ARGUMENT names the key whose file is unreadable or
+// not PEM. REQUIRES: block.Validate() found no problem.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(const TlsSettings& ssl,
+                                                                             const TlsBlock& block);
 
 // Makes `path` free for a new socket: removes a socket file nobody listens on (left by a crash).
 // UNAVAILABLE when a process still accepts connections on it, INVALID_ARGUMENT when the path
@@ -53,7 +55,7 @@ absl::Status ReplaceStaleSocket(const std::string& path);
 class Listener {
  public:
   // Binds and listens on server.address (every address a host name resolves to; port 0 picks a
-  // free port) with server.ssl's credentials. The error names the key to change.
+  // free port) with server.ssl's credentials (ServerTlsBlock()). The error names the key to change.
   static absl::StatusOr<std::unique_ptr<Listener>> Open(const ServerSettings& server);
   ~Listener();  // Stop()
 

@@ -70,20 +70,20 @@ TEST(ListenerTest, StaleSocketIsReplacedLiveOneAndOtherFilesAreNot) {
 }
 
 TEST(ListenerTest, PlaintextWithoutCertificate) {
-  EXPECT_TRUE(ListenerCredentials(ServerTls{}).ok());
+  EXPECT_TRUE(ListenerCredentials(TlsSettings{}, ServerTlsBlock()).ok());
 }
 
 TEST(ListenerTest, TlsFromCheckedSettings) {
   const std::string cert = TempPath("cert.pem"), key = TempPath("key.pem");
   std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
   std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
-  ServerTls ssl;
+  TlsSettings ssl;
   ssl.certificate = cert;
   ssl.key = key;
-  EXPECT_TRUE(ListenerCredentials(ssl).ok());
+  EXPECT_TRUE(ListenerCredentials(ssl, ServerTlsBlock()).ok());
   ssl.client_authentication = ClientAuthentication::kRequired;
   ssl.certificate_authorities = {cert};
-  EXPECT_TRUE(ListenerCredentials(ssl).ok());
+  EXPECT_TRUE(ListenerCredentials(ssl, ServerTlsBlock()).ok());
 }
 
 // Connects to host:port; true when the connection is established.

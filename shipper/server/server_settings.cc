@@ -7,36 +7,11 @@
 #include "shipper/config/preflight.h"
 
 namespace shipper {
-namespace {
 
-// TLS on the listener: settings that go together, and their files.
-void CheckTls(const ServerTls& ssl, Problems* problems) {
-  if (ssl.certificate.empty()) {
-    if (!ssl.key.empty() || ssl.client_authentication != ClientAuthentication::kNone) {
-      problems->Add(
-          "shipper.server.ssl.key and client_authentication need "
-          "shipper.server.ssl.certificate: set it to serve TLS");
-    }
-    return;
-  }
-  if (ssl.key.empty()) {
-    return problems->Add(
-        "shipper.server.ssl.certificate needs shipper.server.ssl.key (its private key)");
-  }
-  CheckPem(problems, "shipper.server.ssl.certificate", ssl.certificate, "CERTIFICATE");
-  CheckPem(problems, "shipper.server.ssl.key", ssl.key, "PRIVATE KEY");
-  if (ssl.client_authentication == ClientAuthentication::kNone) return;
-  if (ssl.certificate_authorities.empty()) {
-    return problems->Add(
-        "shipper.server.ssl.client_authentication verifies client certificates against "
-        "shipper.server.ssl.certificate_authorities: set it");
-  }
-  for (const std::string& path : ssl.certificate_authorities) {
-    CheckPem(problems, "shipper.server.ssl.certificate_authorities", path, "CERTIFICATE");
-  }
+const TlsBlock& ServerTlsBlock() {
+  static const TlsBlock* block = new TlsBlock("shipper.server.ssl", TlsSide::kServer, "clients");
+  return *block;
 }
-
-}  // namespace
 
 std::vector<Key<ServerSettings>> ServerKeys() {
   using K = KeysOf<ServerSettings>;
@@ -44,10 +19,7 @@ std::vector<Key<ServerSettings>> ServerKeys() {
   const auto limit = [](size_t ServerLimits::*member) {
     return [member](S& s) -> size_t& { return s.limits.*member; };
   };
-  const auto ssl = [](auto member) {
-    return [member](S & s) -> auto& { return s.ssl.*member; };
-  };
-  return {
+  std::vector<Key<S>> keys = {
       K::String("shipper.server.server", "gRPC listen address: host:port or unix:///path",
                 &S::address),
       K::Checked(
@@ -79,26 +51,14 @@ std::vector<Key<ServerSettings>> ServerKeys() {
               "connections served at once; calls on more are refused until one closes (0: no "
               "limit)",
               0, false, limit(&ServerLimits::max_connections)),
-      K::String("shipper.server.ssl.certificate",
-                "PEM certificate (chain) of the listener; set: TLS, unset: plaintext",
-                ssl(&ServerTls::certificate)),
-      K::String("shipper.server.ssl.key", "PEM private key of ssl.certificate",
-                ssl(&ServerTls::key)),
-      K::StringList("shipper.server.ssl.certificate_authorities",
-                    "PEM files (a list, or one) of the CAs that client certificates must chain to",
-                    ssl(&ServerTls::certificate_authorities)),
-      K::Choice<ClientAuthentication>(
-          "shipper.server.ssl.client_authentication",
-          "none: no client certificate; optional: verified if sent; required: mTLS",
-          {{"none", ClientAuthentication::kNone},
-           {"optional", ClientAuthentication::kOptional},
-           {"required", ClientAuthentication::kRequired}},
-          ssl(&ServerTls::client_authentication)),
   };
+  for (Key<S>& key : ServerTlsBlock().KeysWithin<S>(&S::ssl)) keys.push_back(std::move(key));
+  return keys;
 }
 
 void ValidateServer(const ServerSettings& server, Problems* problems) {
   problems->Add(CheckAddress("shipper.server.server", server.address, kListenAddress));
+  ServerTlsBlock().Validate(server.ssl, problems);
   const ServerLimits& limits = server.limits;
   // gRPC takes max_concurrent_streams as an int; a message is never near 2GiB.
   if (limits.max_message_size > INT_MAX || limits.max_concurrent_streams > INT_MAX) {
@@ -119,7 +79,7 @@ void PreflightServer(const ServerSettings& server, Problems* problems) {
   if (!server.health_address.empty()) {
     CheckListenAddress(problems, "shipper.server.health.address", server.health_address);
   }
-  CheckTls(server.ssl, problems);
+  ServerTlsBlock().Preflight(server.ssl, problems);
 }
 
 }  // namespace shipper

@@ -13,20 +13,9 @@
 
 #include "shipper/config/key.h"
 #include "shipper/config/problems.h"
+#include "shipper/config/tls.h"
 
 namespace shipper {
-
-// Whether a TLS listener asks clients for a certificate, and whether it must verify.
-enum class ClientAuthentication { kNone, kOptional, kRequired };
-
-// TLS on a listener, on when certificate is set; mTLS when client_authentication asks for
-// client certificates, verified against certificate_authorities. Paths of PEM files.
-struct ServerTls {
-  std::string certificate;
-  std::string key;
-  std::vector<std::string> certificate_authorities;  // their certificates, together
-  ClientAuthentication client_authentication = ClientAuthentication::kNone;
-};
 
 // What one client may ask of the server; a request beyond a limit is refused with a status that
 // names the limit's key.
@@ -48,8 +37,14 @@ struct ServerSettings {
   // Permissions of the socket file when `address` is unix:///path.
   uint32_t socket_mode = 0600;
   ServerLimits limits;
-  ServerTls ssl;
+  // TLS on the listener (shipper.server.ssl, ServerTlsBlock()): on when certificate is set; mTLS
+  // when client_authentication asks for client certificates.
+  TlsSettings ssl;
 };
+
+// The shared server's `ssl` block, shipper.server.ssl.*: a server's keys (tls.h). A listener of
+// an input's own has a block of its own with the same keys under its prefix.
+const TlsBlock& ServerTlsBlock();
 
 // Every shipper.server.* key.
 std::vector<Key<ServerSettings>> ServerKeys();

@@ -101,11 +101,12 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
   EXPECT_GT(resent, 0) << log;
 }
 
-// Certificates that openssl makes in `dir`: ca, aggregator (localhost, 127.0.0.1) and client
-// from it, and other_ca, which signed neither.
+// Certificates that openssl makes in `dir`: ca, aggregator (localhost, 127.0.0.1), client and
+// misnamed (for elsewhere.invalid alone) from it, and other_ca, which signed none.
 void MakePki(const std::string& dir) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/san.ext") << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+  std::ofstream(dir + "/misnamed.ext") << "subjectAltName=DNS:elsewhere.invalid\n";
   const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
   auto run = [](const std::string& command) {
     ASSERT_EQ(std::system((command + " 2>/dev/null").c_str()), 0) << command;
@@ -114,12 +115,13 @@ void MakePki(const std::string& dir) {
     run(absl::StrCat("openssl req -x509", ec, " -keyout ", dir, "/", ca, ".key -out ", dir, "/", ca,
                      ".crt -days 1 -subj /CN=", ca));
   }
-  for (const std::string name : {"aggregator", "client"}) {
+  for (const std::string name : {"aggregator", "client", "misnamed"}) {
     run(absl::StrCat("openssl req", ec, " -keyout ", dir, "/", name, ".key -out ", dir, "/", name,
                      ".csr -subj /CN=", name));
     run(absl::StrCat("openssl x509 -req -in ", dir, "/", name, ".csr -CA ", dir, "/ca.crt -CAkey ",
-                     dir, "/ca.key -CAcreateserial -days 1 -extfile ", dir, "/san.ext -out ", dir,
-                     "/", name, ".crt"));
+                     dir, "/ca.key -CAcreateserial -days 1 -extfile ", dir, "/",
+                     name == "misnamed" ? "misnamed" : "san", ".ext -out ", dir, "/", name,
+                     ".crt"));
   }
 }
 
@@ -159,6 +161,47 @@ TEST(ForwardTest, ForwardsOverMutualTlsOnlyToAnAggregatorItTrusts) {
   EXPECT_EQ(doubting_publisher.AwaitPersisted(10, absl::Now() + absl::Seconds(3)), 0u)
       << "nothing is persisted through an aggregator whose certificate the sidecar doubts";
   EXPECT_NE(doubting->Log().find("output failed, retrying"), std::string::npos) << doubting->Log();
+}
+
+// The aggregator's certificate names another host: verification_mode full refuses it, certificate
+// checks the chain alone (so the CA must still be trusted), none checks nothing.
+TEST(ForwardTest, VerificationModeSaysHowMuchOfTheAggregatorsCertificateIsChecked) {
+  const std::string pki = absl::StrCat(getenv("TEST_TMPDIR"), "/pki-modes");
+  MakePki(pki);
+  auto aggregator = ShipperProcess::Start(
+      {"-E", "shipper.output.discard.enabled=true", "-E",
+       absl::StrCat("shipper.server.ssl.certificate=", pki, "/misnamed.crt"), "-E",
+       absl::StrCat("shipper.server.ssl.key=", pki, "/misnamed.key"), "-E", "http.port=0"});
+  ASSERT_TRUE(aggregator.ok()) << aggregator.status();
+  // Whether a sidecar trusting `ca` with `mode` gets 10 events persisted through the aggregator;
+  // one that does not has retried at least once.
+  const auto delivers = [&](const std::string& ca, const std::string& mode) {
+    auto sidecar = ShipperProcess::Start(
+        {"-E", "shipper.output.shipper.enabled=true", "-E",
+         absl::StrCat("shipper.output.shipper.server=", aggregator->address()), "-E",
+         "shipper.output.shipper.ssl.enabled=true", "-E",
+         absl::StrCat("shipper.output.shipper.ssl.certificate_authorities=", pki, "/", ca), "-E",
+         absl::StrCat("shipper.output.shipper.ssl.verification_mode=", mode), "-E",
+         "shipper.output.backoff.init=50ms", "-E", "shipper.output.backoff.max=200ms", "-E",
+         "http.port=0"});
+    EXPECT_TRUE(sidecar.ok()) << sidecar.status();
+    if (!sidecar.ok()) return false;
+    ProducerClient publisher(sidecar->address());
+    EXPECT_EQ(publisher.Publish(0, 10, 10, absl::Now() + absl::Seconds(10)), 10u);
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    uint64_t persisted = 0;
+    bool failed = false;
+    while (persisted < 10 && !failed && absl::Now() < deadline) {
+      persisted = publisher.AwaitPersisted(10, absl::Now() + absl::Milliseconds(200));
+      failed = sidecar->Log().find("output failed, retrying") != std::string::npos;
+    }
+    EXPECT_NE(failed, persisted == 10) << sidecar->Log();
+    return persisted == 10;
+  };
+  EXPECT_FALSE(delivers("ca.crt", "full")) << "the certificate names another host";
+  EXPECT_TRUE(delivers("ca.crt", "certificate"));
+  EXPECT_FALSE(delivers("other_ca.crt", "certificate")) << "the chain is still checked";
+  EXPECT_TRUE(delivers("other_ca.crt", "none"));
 }
 
 }  // namespace

@@ -223,10 +223,10 @@ class ElasticsearchOutput final : public Output {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Output>> ElasticsearchSettings::Build() const {
-  absl::StatusOr<ElasticsearchTls> tls = ReadElasticsearchTls(ssl);
+  absl::StatusOr<TlsPem> tls = ElasticsearchTls().Read(ssl);
   if (!tls.ok()) return tls.status();
-  absl::StatusOr<std::unique_ptr<ConnectionPool>> pool =
-      ConnectionPool::New({HostUrls(), worker, timeout, username, password, *std::move(tls)});
+  absl::StatusOr<std::unique_ptr<ConnectionPool>> pool = ConnectionPool::New(
+      {HostUrls(), worker, timeout, username, password, *std::move(tls), ssl.verification_mode});
   if (!pool.ok()) return pool.status();
   return std::make_unique<ElasticsearchOutput>(*this, *std::move(pool),
                                                BulkActions(IndexFormat(), PipelineFormat()));

@@ -148,19 +148,20 @@ std::unique_ptr<ConnectionPool::Connection> ConnectionPool::Connect() {
     curl_easy_setopt(curl, CURLOPT_USERNAME, options_.username.c_str());
     curl_easy_setopt(curl, CURLOPT_PASSWORD, options_.password.c_str());
   }
-  const ElasticsearchTls& tls = options_.tls;
+  const TlsPem& tls = options_.tls;
   const auto blob = [&](CURLoption option, const std::string& pem) {
     if (pem.empty()) return;
     curl_blob b{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
     curl_easy_setopt(curl, option, &b);
   };
-  blob(CURLOPT_CAINFO_BLOB, tls.ca);
+  blob(CURLOPT_CAINFO_BLOB, tls.certificate_authorities);
   blob(CURLOPT_SSLCERT_BLOB, tls.certificate);
   blob(CURLOPT_SSLKEY_BLOB, tls.key);
   if (!tls.certificate.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
   if (!tls.key.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, tls.mode == VerificationMode::kNone ? 0L : 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, tls.mode == VerificationMode::kFull ? 2L : 0L);
+  const VerificationMode mode = options_.verification_mode;
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, mode == VerificationMode::kNone ? 0L : 1L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, mode == VerificationMode::kFull ? 2L : 0L);
   return c;
 }
 

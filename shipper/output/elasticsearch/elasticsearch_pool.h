@@ -64,7 +64,8 @@ class ConnectionPool {
     absl::Duration timeout;          // of each request
     std::string username;            // basic authentication; empty: none
     std::string password;
-    ElasticsearchTls tls;
+    TlsPem tls;  // for https:// hosts
+    VerificationMode verification_mode = VerificationMode::kFull;
   };
 
   // INTERNAL when libcurl cannot start.

@@ -7,11 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "shipper/config/pem.h"
-#include "shipper/config/preflight.h"
 
 namespace shipper {
 namespace {
@@ -62,21 +61,6 @@ bool IsHeader(absl::string_view header) {
          header.substr(0, colon).find(' ') == absl::string_view::npos;
 }
 
-// The PEM files TLS reads, in the order of ElasticsearchTls's members; unset ones are skipped.
-struct PemFile {
-  const char* key;  // after shipper.output.elasticsearch.
-  const std::string& path;
-  const char* what;
-};
-
-std::vector<PemFile> PemFiles(const ElasticsearchSettings::Ssl& ssl) {
-  return {
-      {"ssl.certificate_authorities", ssl.certificate_authorities, "CERTIFICATE"},
-      {"ssl.certificate", ssl.certificate, "CERTIFICATE"},
-      {"ssl.key", ssl.key, "PRIVATE KEY"},
-  };
-}
-
 }  // namespace
 
 std::string ElasticsearchKey(absl::string_view key) {
@@ -116,16 +100,19 @@ void ElasticsearchSettings::Validate(Problems* problems) const {
   if (timeout <= absl::ZeroDuration()) {
     problems->Add(absl::StrCat(ElasticsearchKey("timeout"), ": must be above 0"));
   }
-  if (ssl.certificate.empty() != ssl.key.empty()) {
-    problems->Add(absl::StrCat("config: ", ElasticsearchKey("ssl.certificate"), " and ",
-                               ElasticsearchKey("ssl.key"), " go together: set both or neither"));
+  ElasticsearchTls().Validate(ssl, problems);
+  if (!ssl.enabled) {
+    for (const std::string& host : hosts) {
+      if (absl::StartsWithIgnoreCase(host, "https:")) {
+        problems->Add(absl::StrCat(ElasticsearchKey("hosts"), ": '", host, "' needs TLS, but ",
+                                   ElasticsearchKey("ssl.enabled"), " is false"));
+      }
+    }
   }
 }
 
 void ElasticsearchSettings::Preflight(Problems* problems) const {
-  for (const PemFile& file : PemFiles(ssl)) {
-    if (!file.path.empty()) CheckPem(problems, ElasticsearchKey(file.key), file.path, file.what);
-  }
+  ElasticsearchTls().Preflight(ssl, problems);
 }
 
 std::string ElasticsearchSettings::Destination() const {
@@ -147,27 +134,15 @@ std::optional<FieldFormat> ElasticsearchSettings::PipelineFormat() const {
   return *FieldFormat::Parse(pipeline, ElasticsearchKey("pipeline"));
 }
 
-absl::StatusOr<ElasticsearchTls> ReadElasticsearchTls(const ElasticsearchSettings::Ssl& ssl) {
-  ElasticsearchTls tls{"", "", "", ssl.verification_mode};
-  std::string* pems[] = {&tls.ca, &tls.certificate, &tls.key};
-  const std::vector<PemFile> files = PemFiles(ssl);
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (files[i].path.empty()) continue;
-    absl::StatusOr<std::string> pem =
-        ReadPem(ElasticsearchKey(files[i].key), files[i].path, files[i].what);
-    if (!pem.ok()) return pem.status();
-    *pems[i] = *std::move(pem);
-  }
-  return tls;
+const TlsBlock& ElasticsearchTls() {
+  static const TlsBlock* block =
+      new TlsBlock(ElasticsearchKey("ssl"), TlsSide::kClient, "Elasticsearch");
+  return *block;
 }
 
 std::vector<Key<ElasticsearchSettings>> ElasticsearchKeys() {
   using K = KeysOf<ElasticsearchSettings>;
-  using Ssl = ElasticsearchSettings::Ssl;
-  const auto ssl = [](auto member) {
-    return [member](ElasticsearchSettings & s) -> auto& { return s.ssl.*member; };
-  };
-  return {
+  std::vector<Key<ElasticsearchSettings>> keys = {
       K::CommaList(ElasticsearchKey("hosts"),
                    "URLs http(s)://host:port[/path] (port 9200 when unset); requests spread "
                    "over them, a failing one backs off",
@@ -197,21 +172,12 @@ std::vector<Key<ElasticsearchSettings>> ElasticsearchKeys() {
                   &ElasticsearchSettings::timeout),
       K::Size(ElasticsearchKey("worker"), "bulk requests in flight per host", 1, false,
               &ElasticsearchSettings::worker),
-      K::String(ElasticsearchKey("ssl.certificate_authorities"),
-                "PEM bundle of the CAs the server's certificate must chain to (unset: the "
-                "system's)",
-                ssl(&Ssl::certificate_authorities)),
-      K::String(ElasticsearchKey("ssl.certificate"), "PEM client certificate (with ssl.key)",
-                ssl(&Ssl::certificate)),
-      K::String(ElasticsearchKey("ssl.key"), "PEM private key of ssl.certificate", ssl(&Ssl::key)),
-      K::Choice<VerificationMode>(ElasticsearchKey("ssl.verification_mode"),
-                                  "full: chain and host name; certificate: chain only; none: "
-                                  "nothing (tests only)",
-                                  {{"full", VerificationMode::kFull},
-                                   {"certificate", VerificationMode::kCertificate},
-                                   {"none", VerificationMode::kNone}},
-                                  ssl(&Ssl::verification_mode)),
   };
+  for (Key<ElasticsearchSettings>& key :
+       ElasticsearchTls().KeysWithin<ElasticsearchSettings>(&ElasticsearchSettings::ssl)) {
+    keys.push_back(std::move(key));
+  }
+  return keys;
 }
 
 }  // namespace shipper

@@ -1,8 +1,8 @@
 // shipper.output.elasticsearch.*: the Elasticsearch output's settings, their keys and checks, and
 // what Build() makes of them (the hosts' URLs, the formats, the TLS material).
 //
-// Everything here is pure but Preflight() and ReadElasticsearchTls(), which read the PEM files,
-// and Build() (elasticsearch_output.cc), which makes the output.
+// Everything here is pure but Preflight(), which reads the PEM files, and Build()
+// (elasticsearch_output.cc), which reads them too and makes the output.
 //
 // Thread safety: the settings are immutable once built; use them from any thread.
 #ifndef SHIPPER_SHIPPER_OUTPUT_ELASTICSEARCH_ELASTICSEARCH_SETTINGS_H_
@@ -19,17 +19,11 @@
 #include "absl/time/time.h"
 #include "shipper/config/key.h"
 #include "shipper/config/problems.h"
+#include "shipper/config/tls.h"
 #include "shipper/event/field_format.h"
 #include "shipper/output/output.h"
 
 namespace shipper {
-
-// How much of the server's certificate TLS checks, as Beats' ssl.verification_mode says.
-enum class VerificationMode {
-  kFull,         // the chain to a trusted CA and the host name
-  kCertificate,  // the chain only
-  kNone,         // nothing: for tests and trusted networks only
-};
 
 // shipper.output.elasticsearch.*
 struct ElasticsearchSettings final : OutputSettings {
@@ -47,12 +41,9 @@ struct ElasticsearchSettings final : OutputSettings {
   size_t bulk_max_size = 1600;       // events per bulk request
   absl::Duration timeout = absl::Seconds(90);
   size_t worker = 1;  // requests in flight per host
-  struct Ssl {
-    std::string certificate_authorities;  // PEM bundle; unset: the system's roots
-    std::string certificate;              // PEM client certificate (with key)
-    std::string key;
-    VerificationMode verification_mode = VerificationMode::kFull;
-  } ssl;
+  // TLS to the https:// hosts (a client's shipper.output.elasticsearch.ssl block, tls.h), on
+  // unless ssl.enabled is false, which refuses https:// hosts.
+  TlsSettings ssl{/*enabled=*/true};
 
   void Validate(Problems* problems) const override;
   void Preflight(Problems* problems) const override;
@@ -74,14 +65,8 @@ std::vector<Key<ElasticsearchSettings>> ElasticsearchKeys();
 // "shipper.output.elasticsearch." + key, for messages that name a key.
 std::string ElasticsearchKey(absl::string_view key);
 
-// The TLS material, read once at Build().
-struct ElasticsearchTls {
-  std::string ca, certificate, key;  // PEM; empty: unset
-  VerificationMode mode = VerificationMode::kFull;
-};
-
-// Reads the PEM files `ssl` names; an error names the key of a file that cannot be read.
-absl::StatusOr<ElasticsearchTls> ReadElasticsearchTls(const ElasticsearchSettings::Ssl& ssl);
+// The shipper.output.elasticsearch.ssl block.
+const TlsBlock& ElasticsearchTls();
 
 }  // namespace shipper
 

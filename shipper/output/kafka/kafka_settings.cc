@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "shipper/config/address.h"
-#include "shipper/config/preflight.h"
 
 namespace shipper {
 namespace {
@@ -17,6 +16,12 @@ namespace {
 constexpr char kTopicKey[] = "shipper.output.kafka.topic";
 constexpr char kKeyKey[] = "shipper.output.kafka.key";
 constexpr char kExtraKey[] = "shipper.output.kafka.librdkafka";
+
+const TlsBlock& Tls() {
+  static const TlsBlock* block =
+      new TlsBlock("shipper.output.kafka.ssl", TlsSide::kClient, "the brokers");
+  return *block;
+}
 
 // One librdkafka property and the key that sets it, so that a refusal names what to change.
 struct Property {
@@ -93,17 +98,17 @@ std::vector<Property> OwnProperties(const KafkaSettings& s) {
   }
   if (s.ssl.enabled) {
     if (!s.ssl.certificate_authorities.empty()) {
-      p.push_back(
-          {k + "ssl.certificate_authorities", "ssl.ca.location", s.ssl.certificate_authorities});
+      p.push_back({k + "ssl.certificate_authorities", "ssl.ca.location",
+                   s.ssl.certificate_authorities.front()});
     }
     if (!s.ssl.certificate.empty()) {
       p.push_back({k + "ssl.certificate", "ssl.certificate.location", s.ssl.certificate});
       p.push_back({k + "ssl.key", "ssl.key.location", s.ssl.key});
     }
     p.push_back({k + "ssl.verification_mode", "enable.ssl.certificate.verification",
-                 s.ssl.verification_mode == "none" ? "false" : "true"});
+                 s.ssl.verification_mode == VerificationMode::kNone ? "false" : "true"});
     p.push_back({k + "ssl.verification_mode", "ssl.endpoint.identification.algorithm",
-                 s.ssl.verification_mode == "full" ? "https" : "none"});
+                 s.ssl.verification_mode == VerificationMode::kFull ? "https" : "none"});
   }
   return p;
 }
@@ -194,12 +199,11 @@ void KafkaSettings::Validate(Problems* problems) const {
   if (sasl.mechanism.empty() && !(sasl.username.empty() && sasl.password.empty())) {
     problems->Add(k + "sasl.username: set sasl.mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)");
   }
-  if (!ssl.enabled &&
-      !(ssl.certificate_authorities.empty() && ssl.certificate.empty() && ssl.key.empty())) {
-    problems->Add(k + "ssl: files are set but TLS is off: set " + k + "ssl.enabled: true");
-  }
-  if (ssl.certificate.empty() != ssl.key.empty()) {
-    problems->Add(k + "ssl.certificate and ssl.key go together: set both or neither");
+  Tls().Validate(ssl, problems);
+  if (ssl.certificate_authorities.size() > 1) {
+    problems->Add(k +
+                  "ssl.certificate_authorities: librdkafka takes one CA file: put the "
+                  "certificates into one");
   }
   std::vector<Property> own = OwnProperties(*this);
   for (const std::string& item : librdkafka) {
@@ -226,14 +230,7 @@ void KafkaSettings::Validate(Problems* problems) const {
 
 void KafkaSettings::Preflight(Problems* problems) const {
   NewKafkaConf(*this, problems);
-  if (!ssl.enabled) return;
-  const std::string k = "shipper.output.kafka.ssl.";
-  if (!ssl.certificate_authorities.empty()) {
-    CheckPem(problems, k + "certificate_authorities", ssl.certificate_authorities, "CERTIFICATE");
-  }
-  if (!ssl.certificate.empty())
-    CheckPem(problems, k + "certificate", ssl.certificate, "CERTIFICATE");
-  if (!ssl.key.empty()) CheckPem(problems, k + "key", ssl.key, "PRIVATE KEY");
+  Tls().Preflight(ssl, problems);
 }
 
 std::string KafkaSettings::Destination() const {
@@ -253,9 +250,6 @@ std::vector<Key<KafkaSettings>> KafkaKeys() {
   const auto sasl = [](auto member) {
     return [member](S & s) -> auto& { return s.sasl.*member; };
   };
-  const auto ssl = [](auto member) {
-    return [member](S & s) -> auto& { return s.ssl.*member; };
-  };
   const auto integer = [](int min, int max) {
     return [min, max](const std::string& s) -> std::optional<int> {
       int v;
@@ -264,7 +258,7 @@ std::vector<Key<KafkaSettings>> KafkaKeys() {
     };
   };
   const auto show_int = [](const int& v) { return absl::StrCat(v); };
-  return {
+  std::vector<Key<S>> keys = {
       K::CommaList("shipper.output.kafka.hosts", "bootstrap brokers as host:port", &S::hosts),
       K::String(kTopicKey,
                 "topic of each event (required); %{[data_stream.dataset]} takes it from the "
@@ -310,22 +304,12 @@ std::vector<Key<KafkaSettings>> KafkaKeys() {
                              sasl(&S::Sasl::mechanism)),
       K::String("shipper.output.kafka.sasl.username", "SASL user", sasl(&S::Sasl::username)),
       K::String("shipper.output.kafka.sasl.password", "SASL password", sasl(&S::Sasl::password)),
-      K::Bool("shipper.output.kafka.ssl.enabled", "TLS to the brokers", ssl(&S::Ssl::enabled)),
-      K::String("shipper.output.kafka.ssl.certificate_authorities",
-                "PEM CA file verifying the brokers; unset: the system's",
-                ssl(&S::Ssl::certificate_authorities)),
-      K::String("shipper.output.kafka.ssl.certificate", "PEM client certificate (mTLS)",
-                ssl(&S::Ssl::certificate)),
-      K::String("shipper.output.kafka.ssl.key", "PEM private key of ssl.certificate",
-                ssl(&S::Ssl::key)),
-      K::Choice<std::string>("shipper.output.kafka.ssl.verification_mode",
-                             "full: chain and host name; certificate: chain only; none",
-                             {{"full", "full"}, {"certificate", "certificate"}, {"none", "none"}},
-                             ssl(&S::Ssl::verification_mode)),
       K::StringList(kExtraKey,
                     "more librdkafka properties as name=value (those above are Shipper's)",
                     &S::librdkafka),
   };
+  for (Key<S>& key : Tls().KeysWithin<S>(&S::ssl)) keys.push_back(std::move(key));
+  return keys;
 }
 
 }  // namespace shipper

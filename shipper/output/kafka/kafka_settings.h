@@ -21,6 +21,7 @@
 #include "librdkafka/rdkafka.h"
 #include "shipper/config/key.h"
 #include "shipper/config/problems.h"
+#include "shipper/config/tls.h"
 #include "shipper/event/field_format.h"
 #include "shipper/output/output.h"
 
@@ -56,13 +57,9 @@ struct KafkaSettings final : OutputSettings {
     std::string username;
     std::string password;
   } sasl;
-  struct Ssl {
-    bool enabled = false;
-    std::string certificate_authorities;  // PEM file; empty: the system's
-    std::string certificate;              // PEM client certificate, with key
-    std::string key;
-    std::string verification_mode = "full";  // full, certificate or none
-  } ssl;
+  // TLS to the brokers (a client's shipper.output.kafka.ssl block, tls.h); librdkafka takes one
+  // CA file (empty: the system's).
+  TlsSettings ssl;
   std::vector<std::string> librdkafka;  // name=value: more librdkafka properties
 
   void Validate(Problems* problems) const override;

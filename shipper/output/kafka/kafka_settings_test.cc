@@ -107,7 +107,8 @@ TEST(KafkaSettingsTest, EveryProblemAtOnce) {
   EXPECT_NE(code, 0);
   for (const char* expected :
        {"'nohost' is not host:port", "'x' is not key:value", "sasl.mechanism: needs sasl.username",
-        "files are set but TLS is off", "ssl.certificate and ssl.key go together"}) {
+        "files are set but TLS is off",
+        "ssl.certificate and shipper.output.kafka.ssl.key go together"}) {
     EXPECT_TRUE(absl::StrContains(out, expected)) << expected << "\n" << out;
   }
 }

@@ -12,10 +12,12 @@
 #include "glog/logging.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/security/tls_certificate_provider.h"
+#include "grpcpp/security/tls_certificate_verifier.h"
+#include "grpcpp/security/tls_credentials_options.h"
 #include "proto/producer.grpc.pb.h"
 #include "shipper/config/address.h"
-#include "shipper/config/pem.h"
-#include "shipper/config/preflight.h"
+#include "shipper/config/tls.h"
 
 namespace shipper {
 namespace {
@@ -177,28 +179,40 @@ class ShipperOutput final : public Output {
   std::thread follower_;
 };
 
-constexpr char kCas[] = "shipper.output.shipper.ssl.certificate_authorities";
-constexpr char kCertificate[] = "shipper.output.shipper.ssl.certificate";
-constexpr char kKey[] = "shipper.output.shipper.ssl.key";
+const TlsBlock& Tls() {
+  static const TlsBlock* block =
+      new TlsBlock("shipper.output.shipper.ssl", TlsSide::kClient, "the next Shipper");
+  return *block;
+}
 
 // Plaintext, or TLS (mTLS with a client certificate) as `ssl` asks; reads the PEM files. Unset
-// files: gRPC's default roots, no client certificate.
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
-    const ShipperOutputSettings::Ssl& ssl) {
+// CAs: gRPC's default roots. verification_mode full is gRPC's own TLS credentials; the others
+// need its TLS credentials API, which can skip the host name and the chain.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const TlsSettings& ssl) {
   if (!ssl.enabled) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions options;
-  absl::StatusOr<std::string> cas = ReadPems(kCas, ssl.certificate_authorities, "CERTIFICATE");
-  if (!cas.ok()) return cas.status();
-  options.pem_root_certs = *std::move(cas);
-  if (!ssl.certificate.empty()) {
-    absl::StatusOr<std::string> certificate = ReadPem(kCertificate, ssl.certificate, "CERTIFICATE");
-    if (!certificate.ok()) return certificate.status();
-    absl::StatusOr<std::string> key = ReadPem(kKey, ssl.key, "PRIVATE KEY");
-    if (!key.ok()) return key.status();
-    options.pem_cert_chain = *std::move(certificate);
-    options.pem_private_key = *std::move(key);
+  absl::StatusOr<TlsPem> pem = Tls().Read(ssl);
+  if (!pem.ok()) return pem.status();
+  if (ssl.verification_mode == VerificationMode::kFull) {
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = pem->certificate_authorities;
+    options.pem_cert_chain = pem->certificate;
+    options.pem_private_key = pem->key;
+    return grpc::SslCredentials(options);
   }
-  return grpc::SslCredentials(options);
+  namespace tls = grpc::experimental;
+  std::vector<tls::IdentityKeyCertPair> identity;
+  if (!pem->certificate.empty()) identity.push_back({pem->key, pem->certificate});
+  tls::TlsChannelCredentialsOptions options;
+  if (!pem->certificate_authorities.empty() || !identity.empty()) {
+    options.set_certificate_provider(std::make_shared<tls::StaticDataCertificateProvider>(
+        pem->certificate_authorities, identity));
+    if (!pem->certificate_authorities.empty()) options.watch_root_certs();
+    if (!identity.empty()) options.watch_identity_key_cert_pairs();
+  }
+  options.set_verify_server_certs(ssl.verification_mode == VerificationMode::kCertificate);
+  options.set_certificate_verifier(std::make_shared<tls::NoOpCertificateVerifier>());
+  options.set_check_call_host(false);
+  return tls::TlsCredentials(options);
 }
 
 }  // namespace
@@ -225,29 +239,13 @@ void ShipperOutputSettings::Validate(Problems* problems) const {
   if (!server.empty()) {
     problems->Add(CheckAddress("shipper.output.shipper.server", server, {/*unix_socket=*/true}));
   }
-  if (!ssl.enabled &&
-      !(ssl.certificate_authorities.empty() && ssl.certificate.empty() && ssl.key.empty())) {
-    problems->Add(
-        "config: shipper.output.shipper.ssl files are set but TLS is off: set "
-        "shipper.output.shipper.ssl.enabled: true");
-  }
-  if (ssl.certificate.empty() != ssl.key.empty()) {
-    problems->Add(
-        "config: shipper.output.shipper.ssl.certificate and ssl.key go together (mTLS): set "
-        "both or neither");
-  }
+  Tls().Validate(ssl, problems);
   if (timeout <= absl::ZeroDuration()) {
     problems->Add("config: shipper.output.shipper.timeout must be above 0");
   }
 }
 
-void ShipperOutputSettings::Preflight(Problems* problems) const {
-  for (const std::string& path : ssl.certificate_authorities) {
-    CheckPem(problems, kCas, path, "CERTIFICATE");
-  }
-  if (!ssl.certificate.empty()) CheckPem(problems, kCertificate, ssl.certificate, "CERTIFICATE");
-  if (!ssl.key.empty()) CheckPem(problems, kKey, ssl.key, "PRIVATE KEY");
-}
+void ShipperOutputSettings::Preflight(Problems* problems) const { Tls().Preflight(ssl, problems); }
 
 std::string ShipperOutputSettings::Destination() const {
   return absl::StrCat("shipper at ", server);
@@ -255,28 +253,19 @@ std::string ShipperOutputSettings::Destination() const {
 
 OutputType ShipperOutputType() {
   using K = KeysOf<ShipperOutputSettings>;
-  using Ssl = ShipperOutputSettings::Ssl;
-  const auto ssl = [](auto member) {
-    return [member](ShipperOutputSettings & s) -> auto& { return s.ssl.*member; };
+  std::vector<Key<ShipperOutputSettings>> keys = {
+      K::String("shipper.output.shipper.server",
+                "the next Shipper's address: host:port or unix:///path",
+                &ShipperOutputSettings::server),
+      K::Duration("shipper.output.shipper.timeout", "deadline of each PublishEvents call",
+                  &ShipperOutputSettings::timeout),
   };
+  for (Key<ShipperOutputSettings>& key :
+       Tls().KeysWithin<ShipperOutputSettings>(&ShipperOutputSettings::ssl)) {
+    keys.push_back(std::move(key));
+  }
   return MakeOutputType<ShipperOutputSettings>(
-      "shipper", "forward events to another Shipper (aggregator tier)",
-      {
-          K::String("shipper.output.shipper.server",
-                    "the next Shipper's address: host:port or unix:///path",
-                    &ShipperOutputSettings::server),
-          K::Duration("shipper.output.shipper.timeout", "deadline of each PublishEvents call",
-                      &ShipperOutputSettings::timeout),
-          K::Bool("shipper.output.shipper.ssl.enabled", "TLS to the next Shipper",
-                  ssl(&Ssl::enabled)),
-          K::StringList(kCas,
-                        "PEM files (a list, or one) of the CAs the next Shipper's certificate "
-                        "must chain to (unset: gRPC's default roots)",
-                        ssl(&Ssl::certificate_authorities)),
-          K::String(kCertificate, "PEM client certificate for mTLS (with ssl.key)",
-                    ssl(&Ssl::certificate)),
-          K::String(kKey, "PEM private key of ssl.certificate", ssl(&Ssl::key)),
-      });
+      "shipper", "forward events to another Shipper (aggregator tier)", std::move(keys));
 }
 
 }  // namespace shipper

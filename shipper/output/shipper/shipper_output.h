@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "shipper/config/tls.h"
 #include "shipper/output/output.h"
 
 namespace shipper {
@@ -26,15 +27,10 @@ namespace shipper {
 struct ShipperOutputSettings final : OutputSettings {
   std::string server;                          // the next Shipper: host:port or unix:///path
   absl::Duration timeout = absl::Seconds(30);  // per PublishEvents call
-  // TLS to the next Shipper when enabled: its certificate is verified against
-  // certificate_authorities (empty: gRPC's default roots); certificate and key, both or
-  // neither, are this client's own for mTLS. Paths of PEM files.
-  struct Ssl {
-    bool enabled = false;
-    std::vector<std::string> certificate_authorities;  // PEM files: a list, or one
-    std::string certificate;
-    std::string key;
-  } ssl;
+  // TLS to the next Shipper when enabled (a client's shipper.output.shipper.ssl block, tls.h):
+  // its certificate verified against certificate_authorities (empty: gRPC's default roots) as
+  // verification_mode says; certificate and key, both or neither, this client's own for mTLS.
+  TlsSettings ssl;
 
   void Validate(Problems* problems) const override;
   void Preflight(Problems* problems) const override;  // the PEM files
