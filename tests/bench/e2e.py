@@ -16,8 +16,7 @@ For each event shape, shipper_load sends the same number of events to
                                   add bulk_bytes_on_the_wire and fake_cpu_sec_per_million,
   (e) Shipper, kafka           -- the whole pipeline into a 3-broker librdkafka mock cluster
                                   (tests/kafka/kafka_bench --serve, its own process), at the Kafka
-                                  output's defaults; kafka-inflight5 with 5 requests in flight
-                                  per broker, not 1; kafka-none, kafka-gzip4, kafka-gzip6,
+                                  output's defaults; kafka-none, kafka-gzip4, kafka-gzip6,
                                   kafka-lz4, kafka-zstd at other codecs and levels;
                                   their lines add kafka_sent_bytes (requests on the wire, from
                                   librdkafka's statistics) and kafka_message_bytes (before
@@ -75,7 +74,6 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 KAFKA_DEFAULT_COMPRESSION = ("gzip", 1)  # the Kafka output's defaults (kafka_output.h)
 KAFKA_TARGETS = {
     "kafka": {},
-    "kafka-inflight5": {"librdkafka": ["max.in.flight=5"]},
     "kafka-none": {"compression": "none", "compression_level": -1},
     "kafka-gzip4": {"compression": "gzip", "compression_level": 4},
     "kafka-gzip6": {"compression": "gzip", "compression_level": 6},

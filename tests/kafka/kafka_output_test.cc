@@ -214,9 +214,9 @@ TEST(KafkaOutputTest, InjectedErrorsAndABrokerDownLoseNothingAndTooLargeIsADeadL
   const std::string dead_letters = absl::StrCat(TempDir("dead"), "/dead.ndjson");
   std::vector<std::string> args = ShipperArgs(*cluster, topic);
   args.insert(args.end(), {"-E", absl::StrCat("shipper.dead_letter.path=", dead_letters), "-E",
-                           // At the output's default of one request in flight per broker: with
-                           // 5, 3 runs in 10 lost 4 events each, "implicitly acked" after an
-                           // injected REQUEST_TIMED_OUT (kafka_settings.cc, AllProperties).
+                           // At the output's one request in flight per broker: with 5 (now
+                           // refused), 3 runs in 10 lost 4 events each, "implicitly acked" after
+                           // an injected REQUEST_TIMED_OUT (kafka_settings.cc, AllProperties).
                            "shipper.output.kafka.max_message_bytes=4096"});
   auto shipper = ShipperProcess::Start(args);
   ASSERT_TRUE(shipper.ok()) << shipper.status();

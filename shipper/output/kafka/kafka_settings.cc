@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "shipper/config/address.h"
 
 namespace shipper {
@@ -52,6 +53,9 @@ bool HasLevels(KafkaCompression codec) {
   return codec != KafkaCompression::kNone && codec != KafkaCompression::kSnappy;
 }
 
+// What a message may take beside max_message_bytes: key, headers and framing.
+constexpr size_t kMessageHeadroom = 65536;
+
 std::string Milliseconds(absl::Duration d) { return absl::StrCat(absl::ToInt64Milliseconds(d)); }
 
 // The properties Shipper sets from its own keys and for its guarantees. The extras of
@@ -74,7 +78,8 @@ std::vector<Property> OwnProperties(const KafkaSettings& s) {
       {k + "max_message_bytes", "batch.size", absl::StrCat(s.max_message_bytes)},
       // Headroom above max_message_bytes for key, headers and framing: Write() refuses big
       // documents itself, naming the key.
-      {k + "max_message_bytes", "message.max.bytes", absl::StrCat(s.max_message_bytes + 65536)},
+      {k + "max_message_bytes", "message.max.bytes",
+       absl::StrCat(s.max_message_bytes + kMessageHeadroom)},
       {k + "timeout", "message.timeout.ms", Milliseconds(s.timeout)},
       {k + "broker_timeout", "request.timeout.ms", Milliseconds(s.broker_timeout)},
   };
@@ -113,12 +118,82 @@ std::vector<Property> OwnProperties(const KafkaSettings& s) {
   return p;
 }
 
-// Other names of the properties above, which would override them as well.
+// Other names of properties Shipper sets or fixes, which would set them as well (librdkafka 2.0.2's
+// CONFIGURATION.md lists each alias). Topic properties may also carry a "topic." prefix.
 constexpr std::pair<const char*, const char*> kAliases[] = {
-    {"metadata.broker.list", "bootstrap.servers"}, {"request.required.acks", "acks"},
-    {"compression.type", "compression.codec"},     {"delivery.timeout.ms", "message.timeout.ms"},
+    {"metadata.broker.list", "bootstrap.servers"},
+    {"request.required.acks", "acks"},
+    {"compression.type", "compression.codec"},
+    {"delivery.timeout.ms", "message.timeout.ms"},
     {"sasl.mechanism", "sasl.mechanisms"},
+    {"max.in.flight", "max.in.flight.requests.per.connection"},
+    {"retries", "message.send.max.retries"},
 };
+
+// Properties no key sets that the extras may not set either, each because it would weaken
+// at-least-once delivery or the order within a partition, or keep a Write() from ever ending
+// (what librdkafka 2.0.2's CONFIGURATION.md says of each). Whatever librdkafka 2.0.2 documents
+// beside these and Shipper's own properties weakens neither: batching and buffers (but see
+// queue.buffering.max.kbytes in Validate()), timeouts of requests and connections, metadata,
+// statistics, logging, TLS and SASL details.
+constexpr std::pair<const char*, const char*> kFixed[] = {
+    {"max.in.flight.requests.per.connection",
+     "one produce request in flight per broker: with more, librdkafka takes a request that failed "
+     "uncertainly as written once a later one to the partition succeeds, which lost events in "
+     "Shipper's tests (README: Kafka output)"},
+    {"message.send.max.retries",
+     "librdkafka retries a failed request, in order, until shipper.output.kafka.timeout, and "
+     "Shipper then after shipper.output.backoff.*; fewer retries would make them Shipper's, which "
+     "reorder (and the idempotent producer refuses 0)"},
+    {"queuing.strategy", "lifo reorders messages (and the idempotent producer refuses it)"},
+    {"enable.gapless.guarantee",
+     "Shipper retries what failed itself; this makes a gap a fatal error, each replacing the "
+     "producer"},
+    {"delivery.report.only.error",
+     "an event counts as written on its delivery report: without reports of successes no "
+     "Write() would end"},
+    {"dr_cb", "an event counts as written on the delivery report Shipper's callback serves"},
+    {"dr_msg_cb", "an event counts as written on the delivery report Shipper's callback serves"},
+    {"enabled_events",
+     "Shipper serves delivery reports, errors and statistics through its callbacks; events would "
+     "take them away"},
+    {"transactional.id",
+     "Shipper's producer is idempotent, not transactional: outside a transaction it could "
+     "produce nothing"},
+    {"socket.max.fails",
+     "librdkafka's default of 1 drops a connection after a request timed out; its documentation "
+     "warns that other values can desynchronize client and broker"},
+};
+
+// Why `extra`, a property of shipper.output.kafka.librdkafka, may not be set with settings `s`;
+// nullopt when it may.
+std::optional<std::string> Refusal(const KafkaSettings& s, const Property& extra) {
+  // librdkafka takes topic properties with a "topic." prefix, too.
+  std::string name(absl::StripPrefix(extra.name, "topic."));
+  for (const auto& [alias, canonical] : kAliases) {
+    if (name == alias) name = canonical;
+  }
+  std::vector<Property> own = OwnProperties(s);
+  // round_robin sets a partitioner callback instead, which the property would not change; it is
+  // the key's to choose all the same.
+  own.push_back({"shipper.output.kafka.partition", "partitioner", ""});
+  for (const Property& p : own) {
+    if (p.name == name) return absl::StrCat(extra.name, " is set by ", p.key);
+  }
+  for (const auto& [fixed, why] : kFixed) {
+    if (name == fixed) return absl::StrCat(extra.name, " is Shipper's to set: ", why);
+  }
+  // librdkafka refuses a message larger than its queue as the queue being full, for ever.
+  size_t kbytes;
+  if (name == "queue.buffering.max.kbytes" && absl::SimpleAtoi(extra.value, &kbytes) &&
+      kbytes < (s.max_message_bytes + kMessageHeadroom + 1023) / 1024) {
+    return absl::StrCat(extra.name, "=", extra.value,
+                        " holds less than one message of shipper.output.kafka.max_message_bytes (",
+                        s.max_message_bytes, " bytes, and ", kMessageHeadroom / 1024,
+                        " KiB for key and headers): such a message would never be queued");
+  }
+  return std::nullopt;
+}
 
 // The extras of shipper.output.kafka.librdkafka; nullopt for one that is not name=value.
 std::optional<Property> ParseExtra(const std::string& item) {
@@ -205,25 +280,14 @@ void KafkaSettings::Validate(Problems* problems) const {
                   "ssl.certificate_authorities: librdkafka takes one CA file: put the "
                   "certificates into one");
   }
-  std::vector<Property> own = OwnProperties(*this);
   for (const std::string& item : librdkafka) {
     std::optional<Property> extra = ParseExtra(item);
     if (!extra) {
       problems->Add(absl::StrCat(kExtraKey, ": '", item, "' is not name=value"));
       continue;
     }
-    std::string name = extra->name;
-    for (const auto& [alias, canonical] : kAliases) {
-      if (name == alias) name = canonical;
-    }
-    for (const Property& p : own) {
-      if (p.name == name) {
-        problems->Add(absl::StrCat(kExtraKey, ": ", extra->name, " is set by ", p.key));
-        break;
-      }
-    }
-    if (name == "dr_cb" || name == "dr_msg_cb" || name == "enable.gapless.guarantee") {
-      problems->Add(absl::StrCat(kExtraKey, ": ", extra->name, " is Shipper's own to set"));
+    if (std::optional<std::string> refusal = Refusal(*this, *extra)) {
+      problems->Add(absl::StrCat(kExtraKey, ": ", *std::move(refusal)));
     }
   }
 }

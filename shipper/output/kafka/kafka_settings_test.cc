@@ -3,6 +3,7 @@
 #include "shipper/output/kafka/kafka_settings.h"
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -98,6 +99,53 @@ TEST(KafkaSettingsTest, PropertiesShipperSetsCannotBeOverridden) {
       absl::StrContains(out, "enable.idempotence is set by shipper.output.kafka.required_acks"))
       << out;
   EXPECT_TRUE(absl::StrContains(out, "request.required.acks is set by")) << out;
+}
+
+// Each pass-through property that would weaken at-least-once delivery or the order within a
+// partition, or keep a Write() from ever ending, is refused, naming what governs it (librdkafka
+// 2.0.2's CONFIGURATION.md describes each; aliases and the topic. prefix set them too).
+TEST(KafkaSettingsTest, PropertiesThatWeakenDeliveryOrOrderAreRefused) {
+  const std::pair<const char*, const char*> refused[] = {
+      {"max.in.flight=5", "max.in.flight is Shipper's to set: one produce request in flight"},
+      {"max.in.flight.requests.per.connection=2", "one produce request in flight"},
+      {"acks=all", "acks is set by shipper.output.kafka.required_acks"},
+      {"topic.acks=0", "topic.acks is set by shipper.output.kafka.required_acks"},
+      {"request.required.acks=1", "is set by shipper.output.kafka.required_acks"},
+      {"enable.idempotence=false", "is set by shipper.output.kafka.required_acks"},
+      {"enable.gapless.guarantee=false", "enable.gapless.guarantee is Shipper's to set"},
+      {"message.timeout.ms=0", "message.timeout.ms is set by shipper.output.kafka.timeout"},
+      {"delivery.timeout.ms=0", "is set by shipper.output.kafka.timeout"},
+      {"topic.message.timeout.ms=0", "is set by shipper.output.kafka.timeout"},
+      {"retries=0", "until shipper.output.kafka.timeout"},
+      {"message.send.max.retries=3", "until shipper.output.kafka.timeout"},
+      {"queuing.strategy=lifo", "reorders"},
+      {"delivery.report.only.error=true", "delivery report"},
+      {"dr_msg_cb=x", "delivery report"},
+      {"enabled_events=1", "callbacks"},
+      {"transactional.id=shipper", "not transactional"},
+      {"socket.max.fails=0", "desynchronize"},
+      {"partitioner=murmur2", "partitioner is set by shipper.output.kafka.partition"},
+      {"queue.buffering.max.kbytes=64", "would never be queued"},
+  };
+  for (const auto& [property, why] : refused) {
+    auto [code, out] = Check({absl::StrCat("shipper.output.kafka.librdkafka=", property)});
+    EXPECT_NE(code, 0) << property;
+    EXPECT_TRUE(absl::StrContains(out, why)) << property << ": " << out;
+    EXPECT_TRUE(absl::StrContains(out, "shipper.output.kafka.librdkafka: ")) << out;
+  }
+  auto [code, out] = Check({"shipper.output.kafka.partition=round_robin",
+                            "shipper.output.kafka.librdkafka=partitioner=random"});
+  EXPECT_TRUE(absl::StrContains(out, "set by shipper.output.kafka.partition")) << out;
+  // What weakens nothing passes: batching, buffers that hold a message, statistics, a deprecated
+  // property librdkafka ignores.
+  std::tie(code, out) =
+      Check({"shipper.output.kafka.librdkafka=[linger.ms=50, batch.num.messages=500, "
+             "queue.buffering.max.kbytes=65536, queue.buffering.max.messages=1000, "
+             "statistics.interval.ms=1000, produce.offset.report=true, socket.timeout.ms=5000]"});
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) = Check({"shipper.output.kafka.max_message_bytes=10000",
+                               "shipper.output.kafka.librdkafka=queue.buffering.max.kbytes=80"});
+  EXPECT_EQ(code, 0) << "room for one message of 10000 bytes and its headroom: " << out;
 }
 
 TEST(KafkaSettingsTest, EveryProblemAtOnce) {
