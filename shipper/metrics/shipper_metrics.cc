@@ -275,8 +275,9 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
     c.Sample(counter.value(), labels);
   });
   c.Add("shipper_output_items_total",
-        "Events of those requests by outcome: created, duplicate (already there), retried, "
-        "dead_lettered.",
+        "Events an output wrote, by outcome: Elasticsearch's created, duplicate (already "
+        "there), retried, dead_lettered; a Redis channel's published, no_subscriber (written, "
+        "heard by no one).",
         Type::kCounter);
   m.output_items_.ForEach([&](const std::string& labels, const Counter& counter) {
     c.Sample(counter.value(), labels);

@@ -87,8 +87,9 @@ class ShipperMetrics {
   // Requests an output sent its destination, by the answer's status (an HTTP status, or "none"
   // when none came), and the events of them by what became of each (outcome: "created",
   // "duplicate", "retried", "dead_lettered"). Outputs that speak to a server in requests of
-  // many events count them here (Elasticsearch). Locks: look each child up once, or once per
-  // request.
+  // many events count them here (Elasticsearch), and outputs whose answers say more than
+  // written (a Redis channel: "published", "no_subscriber"). Locks: look each child up once, or
+  // once per request.
   Counter& OutputRequests(absl::string_view output, absl::string_view status) {
     return output_requests_.Get(FormatLabels({{"output", output}, {"status", status}}));
   }

@@ -12,8 +12,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "rapidjson/document.h"
 #include "shipper/event/event_json.h"
 #include "tests/outputs/producer_client.h"
@@ -264,6 +267,52 @@ TEST(RedisOutputTest, ChannelReachesSubscribers) {
   }
   EXPECT_EQ(*received.begin(), 0);
   EXPECT_EQ(*received.rbegin(), static_cast<int64_t>(kEvents - 1));
+}
+
+// The value of `sample` (name and labels) on the shipper's /metrics page; 0 when it is absent.
+double Metric(const ShipperProcess& shipper, const std::string& sample) {
+  const std::string& address = shipper.metrics_address();
+  httplib::Client http(address.substr(0, address.rfind(':')),
+                       std::stoi(address.substr(address.rfind(':') + 1)));
+  httplib::Result page = http.Get("/metrics");
+  if (!page) return -1;
+  for (absl::string_view line : absl::StrSplit(page->body, '\n')) {
+    if (absl::ConsumePrefix(&line, sample) && absl::ConsumePrefix(&line, " ")) {
+      return std::stod(std::string(line));
+    }
+  }
+  return 0;
+}
+
+// A PUBLISH that reached no subscriber counts as written (as in Beats: Redis keeps nothing of it),
+// and is counted apart from those that reached one.
+TEST(RedisOutputTest, AChannelWithoutSubscribersCountsAsWrittenAndIsCounted) {
+  auto redis = RedisServer::Start(FreePort(), TempDir("unheard"), /*append_only=*/false);
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  std::vector<std::string> args = ShipperArgs((*redis)->port(), "events");
+  args.insert(args.end(), {"-E", "shipper.output.redis.datatype=channel"});
+  auto shipper = ShipperProcess::Start(args);
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  const std::string unheard =
+      R"(shipper_output_items_total{output="redis",outcome="no_subscriber"})";
+  const std::string heard = R"(shipper_output_items_total{output="redis",outcome="published"})";
+
+  ProducerClient client(shipper->address());
+  ASSERT_EQ(client.Publish(0, 300, 100, absl::Now() + absl::Seconds(20)), 300u);
+  ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(20)),
+            client.last_index())
+      << shipper->Log();
+  EXPECT_EQ(Metric(*shipper, unheard), 300);
+  EXPECT_EQ(Metric(*shipper, heard), 0);
+
+  auto subscriber = (*redis)->Connect();
+  ASSERT_NE(subscriber, nullptr);
+  freeReplyObject(redisCommand(subscriber.get(), "SUBSCRIBE events"));
+  ASSERT_EQ(client.Publish(300, 200, 100, absl::Now() + absl::Seconds(20)), 200u);
+  ASSERT_EQ(client.AwaitPersisted(client.last_index(), absl::Now() + absl::Seconds(20)),
+            client.last_index());
+  EXPECT_EQ(Metric(*shipper, unheard), 300);
+  EXPECT_EQ(Metric(*shipper, heard), 200);
 }
 
 }  // namespace

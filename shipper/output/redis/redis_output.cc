@@ -16,6 +16,7 @@
 #include "runtime/mutex.h"
 #include "shipper/config/address.h"
 #include "shipper/event/field_format.h"
+#include "shipper/metrics/shipper_metrics.h"
 #include "shipper/output/batch_json.h"
 
 namespace shipper {
@@ -98,13 +99,16 @@ class RedisOutput final : public Output {
       sent.push_back(i);
     }
 
-    absl::Status transient;  // the first error reply other than WRONGTYPE
+    absl::Status transient;         // the first error reply other than WRONGTYPE
+    size_t heard = 0, unheard = 0;  // PUBLISHes that reached a subscriber, and none
     for (size_t i : sent) {
       void* raw = nullptr;
       if (redisGetReply(c, &raw) != REDIS_OK) {
         return absl::UnavailableError(ConnectionError(c, hosts_[host]));
       }
       Reply reply(static_cast<redisReply*>(raw));
+      // PUBLISH answers how many subscribers got the message.
+      if (reply->type == REDIS_REPLY_INTEGER) ++(reply->integer > 0 ? heard : unheard);
       if (reply->type != REDIS_REPLY_ERROR) continue;
       absl::string_view error(reply->str, reply->len);
       if (absl::StartsWith(error, "WRONGTYPE")) {
@@ -116,6 +120,11 @@ class RedisOutput final : public Output {
     // Every reply was read: the connection is in step and may serve the next batch.
     Release(*std::move(connection), host);
     if (!transient.ok()) return transient;
+    if (config_.datatype == RedisDatatype::kChannel) {
+      // Counted once the batch is done: a retried one is published again.
+      unheard_.Add(unheard);
+      published_.Add(heard);
+    }
     std::sort(outcome->rejected.begin(), outcome->rejected.end(),
               [](const Rejection& a, const Rejection& b) { return a.event < b.event; });
     return absl::OkStatus();
@@ -188,6 +197,11 @@ class RedisOutput final : public Output {
   const RedisSettings config_;
   const std::vector<Host> hosts_;
   const FieldFormat key_;
+
+  // shipper_output_items_total{output="redis"} of a channel: PUBLISHes that reached a
+  // subscriber, and those that reached none (written all the same, as Beats counts them).
+  metrics::Counter& published_ = metrics::ShipperMetrics::Get().OutputItems("redis", "published");
+  metrics::Counter& unheard_ = metrics::ShipperMetrics::Get().OutputItems("redis", "no_subscriber");
 
   std::atomic<size_t> next_host_{0};  // where new connections go
   runtime::Mutex mu_;
