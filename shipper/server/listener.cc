@@ -73,6 +73,9 @@ constexpr int kRefusedConnectionGraceMs = 1000;
 // A connection that has not finished its HTTP/2 (and TLS) handshake by then is closed: it holds
 // one of the max_connections slots (gRPC's default: 120 s).
 constexpr int kHandshakeTimeoutMs = 10000;
+// The least interval between a client's keepalive pings (the forwarding output's are 2 s apart
+// or more).
+constexpr int kMinPingIntervalMs = 1000;
 // Memory the refusal server may hold: it reads no message.
 constexpr size_t kRefusalMemory = 4 << 20;
 
@@ -233,6 +236,12 @@ absl::Status Listener::BindTcp(Address address) {
 
 void Listener::ServeWith(grpc::ServerBuilder* builder) {
   builder->AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, kHandshakeTimeoutMs);
+  // Keepalive pings as often as every kMinPingIntervalMs, with no call in flight too: gRPC's
+  // default (one per 5 minutes without data) would close a forwarding Shipper's connection, whose
+  // pings find a frozen or vanished peer.
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                              kMinPingIntervalMs);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   server_acceptor_ = builder->experimental().AddExternalConnectionAcceptor(
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, credentials_);
 }

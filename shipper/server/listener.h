@@ -16,6 +16,9 @@
 // soon as the peer goes away, or after 10 s when it has not finished its handshake (so that
 // silent connections cannot hold the slots).
 //
+// The server allows clients' keepalive pings down to one a second, with no call in flight too
+// (the forwarding output's find a frozen next Shipper so).
+//
 // Thread safety: ListenerCredentials and ReplaceStaleSocket are stateless.
 // A Listener is driven from one thread (Open, ServeWith, Start, Stop) and runs one accept
 // thread of its own between Start and Stop.

@@ -13,9 +13,12 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/outputs/producer_client.h"
@@ -99,6 +102,116 @@ TEST(ForwardTest, AggregatorKilledAndRestartedLosesNothingEndToEnd) {
   EXPECT_NE(log.find("restarted: uuid"), std::string::npos) << "the sidecar saw the new uuid:\n"
                                                             << log;
   EXPECT_GT(resent, 0) << log;
+}
+
+// The glog thread ids of the sidecar's "output failed, retrying" lines in `log` from `from` on.
+std::set<std::string> RetryingThreads(const std::string& log, size_t from) {
+  std::set<std::string> threads;
+  for (absl::string_view line : absl::StrSplit(absl::string_view(log).substr(from), '\n')) {
+    if (!absl::StrContains(line, "output failed, retrying")) continue;
+    std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (words.size() > 2) threads.insert(std::string(words[2]));  // W0101 12:00:00.0 <tid> ...
+  }
+  return threads;
+}
+
+// Every test_seq in the aggregator's file `path`.
+std::set<int64_t> Seqs(const std::string& path) {
+  std::set<int64_t> seqs;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) seqs.insert(TestSeq(line));
+  return seqs;
+}
+
+// The aggregator frozen (SIGSTOP: its connections stay open, nothing answers) for longer than
+// shipper.output.shipper.timeout: the sidecar's persisted index stands, and what it reported
+// persisted is in the aggregator's file; no output worker hangs (each fails and retries, again and
+// again); once the aggregator runs on (SIGCONT), delivery resumes and nothing is lost.
+TEST(ForwardTest, AFrozenAggregatorHangsNoWorkerAndDeliveryResumes) {
+  constexpr uint64_t kEvents = 40000;
+  constexpr int kWorkers = 2;
+  const absl::Duration timeout = absl::Seconds(2);
+  const std::string out = absl::StrCat(getenv("TEST_TMPDIR"), "/frozen");
+  std::filesystem::remove_all(out);
+  auto aggregator =
+      ShipperProcess::Start({"-E", absl::StrCat("shipper.output.file.path=", out), "-E",
+                             "shipper.output.file.rotate_every_kb=1048576", "-E", "http.port=0"});
+  ASSERT_TRUE(aggregator.ok()) << aggregator.status();
+  auto sidecar = ShipperProcess::Start(
+      {absl::StrCat("--cpus=", kWorkers), "-E", "shipper.output.shipper.enabled=true", "-E",
+       absl::StrCat("shipper.output.shipper.server=", aggregator->address()), "-E",
+       absl::StrCat("shipper.output.shipper.timeout=", absl::FormatDuration(timeout)), "-E",
+       "shipper.output.backoff.init=50ms", "-E", "shipper.output.backoff.max=200ms", "-E",
+       "shipper.output.batch_max_events=1000", "-E", "shipper.queue.mem.events=8192", "-E",
+       "http.port=0"});
+  ASSERT_TRUE(sidecar.ok()) << sidecar.status();
+
+  std::atomic<uint64_t> persisted{0};
+  ProducerClient publisher(sidecar->address());
+  std::thread publish([&] {
+    EXPECT_EQ(publisher.Publish(0, kEvents, 500, absl::Now() + absl::Seconds(120)), kEvents);
+  });
+  std::thread watch([&] {
+    ProducerClient watcher(sidecar->address());
+    watcher.AwaitPersisted(kEvents, absl::Now() + absl::Seconds(180), &persisted);
+  });
+  absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (persisted < kEvents / 4 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_GE(persisted, kEvents / 4) << sidecar->Log();
+
+  aggregator->Signal(SIGSTOP);
+  const absl::Time frozen = absl::Now();
+  // Each worker's Write() ends within the deadline (a call's, or the keepalive's) and is retried:
+  // twice for each worker, the second time after the index was read.
+  size_t mark = sidecar->Log().size();
+  deadline = absl::Now() + absl::Seconds(30);
+  while (RetryingThreads(sidecar->Log(), mark).size() < kWorkers && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_EQ(RetryingThreads(sidecar->Log(), mark).size(), kWorkers)
+      << "a worker hangs on the frozen aggregator:\n"
+      << sidecar->Log();
+  const uint64_t stood = persisted;
+  // What the sidecar reported persisted, the frozen aggregator has written (index i is event
+  // i - 1: one publisher, one process).
+  const std::set<int64_t> written = Seqs(out + "/shipper.ndjson");
+  uint64_t missing = 0;
+  for (uint64_t seq = 0; seq < stood; ++seq) missing += written.count(seq) == 0;
+  EXPECT_EQ(missing, 0u) << "of the " << stood << " events reported persisted";
+  mark = sidecar->Log().size();
+  deadline = absl::Now() + absl::Seconds(30);
+  while (RetryingThreads(sidecar->Log(), mark).size() < kWorkers && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_EQ(RetryingThreads(sidecar->Log(), mark).size(), kWorkers) << sidecar->Log();
+  EXPECT_EQ(persisted, stood) << "the index moved while the aggregator was frozen";
+  EXPECT_LT(stood, kEvents);
+  const absl::Duration frozen_for = absl::Now() - frozen;
+  EXPECT_GT(frozen_for, timeout);
+
+  aggregator->Signal(SIGCONT);
+  publish.join();
+  ProducerClient checker(sidecar->address());
+  EXPECT_EQ(checker.AwaitPersisted(publisher.last_index(), absl::Now() + absl::Seconds(60)),
+            publisher.last_index())
+      << sidecar->Log();
+  watch.join();
+  const std::set<int64_t> delivered = Seqs(out + "/shipper.ndjson");
+  for (uint64_t seq = 0; seq < kEvents; ++seq) {
+    ASSERT_EQ(delivered.count(seq), 1u) << "event " << seq << " lost";
+  }
+  const std::string log = sidecar->Log();
+  int deadlines = 0, lost_streams = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (!absl::StrContains(line, "output failed, retrying")) continue;
+    deadlines += absl::StrContains(line, "Deadline Exceeded");
+    lost_streams += absl::StrContains(line, "lost the PersistedIndex stream");
+  }
+  std::cout << "aggregator frozen for " << frozen_for << " (timeout " << timeout
+            << "); the sidecar's persisted index stood at " << stood << "; its Write() calls "
+            << "failed " << deadlines << " times on a call's deadline, " << lost_streams
+            << " times on the PersistedIndex stream lost (keepalive); all " << kEvents
+            << " events delivered after SIGCONT\n";
 }
 
 // Certificates that openssl makes in `dir`: ca, aggregator (localhost, 127.0.0.1), client and

@@ -1,5 +1,6 @@
 #include "shipper/output/shipper/shipper_output.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -31,6 +32,9 @@ constexpr absl::Duration kPollingInterval = absl::Milliseconds(10);
 constexpr size_t kMaxRequestBytes = 1 << 20;
 // Pause before the PersistedIndex stream is reopened after it ended or failed.
 constexpr absl::Duration kResubscribeDelay = absl::Milliseconds(100);
+// The keepalive pings' least interval: twice what a Shipper listener allows (listener.h), so that
+// a next Shipper of this version never takes them for abuse.
+constexpr absl::Duration kMinKeepalive = absl::Seconds(2);
 
 class ShipperOutput final : public Output {
  public:
@@ -46,10 +50,12 @@ class ShipperOutput final : public Output {
 
   absl::Status Write(const Events& events, Outcome*) override {
     uint64_t generation;  // the follower's, before anything of the batch was sent
+    uint64_t breaks;      // of the follower's stream, before then too
     std::string uuid;     // of the instance that took the batch's first events
     {
       absl::MutexLock lock(&mu_);
       generation = generation_;
+      breaks = breaks_;
       uuid = known_uuid_;
     }
     bool first = true;
@@ -105,6 +111,13 @@ class ShipperOutput final : public Output {
             absl::StrCat("the Shipper at ", config_.server, " restarted (uuid ", uuid, " became ",
                          follower_uuid_, ") before persisting this batch: resending it"));
       }
+      // The stream broke since (the next Shipper frozen, gone, or unreachable: the keepalive
+      // pings found out): what it would have said is unknown, and waiting could last for good.
+      if (breaks_ > breaks) {
+        return absl::UnavailableError(
+            absl::StrCat("lost the PersistedIndex stream of the Shipper at ", config_.server,
+                         " before it reported this batch persisted: resending it"));
+      }
       if (cancelled_) return absl::CancelledError("shutting down");
       changed_.Wait(&mu_);
     }
@@ -155,9 +168,13 @@ class ShipperOutput final : public Output {
         persisted_ = reply.persisted_index();
         changed_.SignalAll();
       }
-      reader->Finish();
+      const grpc::Status ended = reader->Finish();
       Unregister(&context);
       absl::MutexLock lock(&mu_);
+      ++breaks_;
+      changed_.SignalAll();
+      LOG_EVERY_N(WARNING, 10) << "the PersistedIndex stream of the Shipper at " << config_.server
+                               << " ended (" << ended.error_message() << "); reopening it";
       if (mu_.AwaitWithTimeout(absl::Condition(&cancelled_), kResubscribeDelay)) return;
     }
   }
@@ -173,6 +190,7 @@ class ShipperOutput final : public Output {
   std::string follower_uuid_ ABSL_GUARDED_BY(mu_);
   uint64_t persisted_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t breaks_ ABSL_GUARDED_BY(mu_) = 0;  // streams that ended or failed
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);  // in flight, for Cancel()
 
@@ -225,6 +243,17 @@ absl::StatusOr<std::unique_ptr<Output>> ShipperOutputSettings::Build() const {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A connection silent for `timeout` is pinged, and dropped when the ping is not answered within
+  // `timeout`: a next Shipper frozen or gone behind a half-open connection ends the follower's
+  // stream, and the Write() calls waiting on it, instead of leaving them waiting for good. Pings
+  // go with no call in flight too and without data in between (the stream is silent while the
+  // index stands); the next Shipper allows them (listener.cc).
+  const int keepalive_ms =
+      static_cast<int>(absl::ToInt64Milliseconds(std::max(timeout, kMinKeepalive)));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // An address gRPC cannot resolve shows up as UNAVAILABLE on every call, with the address.
   return std::make_unique<ShipperOutput>(*this,
                                          grpc::CreateCustomChannel(server, *credentials, args));
@@ -257,7 +286,9 @@ OutputType ShipperOutputType() {
       K::String("shipper.output.shipper.server",
                 "the next Shipper's address: host:port or unix:///path",
                 &ShipperOutputSettings::server),
-      K::Duration("shipper.output.shipper.timeout", "deadline of each PublishEvents call",
+      K::Duration("shipper.output.shipper.timeout",
+                  "deadline of each PublishEvents call; a connection silent as long (2s at "
+                  "least) is pinged, and dropped when the ping goes unanswered as long",
                   &ShipperOutputSettings::timeout),
   };
   for (Key<ShipperOutputSettings>& key :

@@ -6,7 +6,11 @@
 // to the batch's last accepted index is persisted there: upstream acknowledges nothing the next
 // hop could still lose. The next Shipper's uuid is tracked: when it changes before the batch is
 // persisted (the next Shipper restarted and lost its queue), or any call fails, Write() returns
-// a transient error and the whole batch is resent. Concurrent Write() calls pipeline batches.
+// a transient error and the whole batch is resent. Each PublishEvents call has the deadline
+// shipper.output.shipper.timeout; the channel pings a connection silent for as long, so that a
+// next Shipper frozen or gone behind a half-open connection ends the PersistedIndex stream, and
+// with it every Write() still waiting on it (its batch resent): no worker waits for good.
+// Concurrent Write() calls pipeline batches.
 //
 // Thread safety: Write() from several threads at once; Cancel() from any thread.
 #ifndef SHIPPER_SHIPPER_OUTPUT_SHIPPER_SHIPPER_OUTPUT_H_
