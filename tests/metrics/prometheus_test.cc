@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -59,6 +60,20 @@ int SummaryLines(absl::string_view log) {
     lines += absl::StrContains(line, "metrics in the last");
   }
   return lines;
+}
+
+// The events_persisted the summary lines in `log` report, added up.
+int SummaryPersisted(absl::string_view log) {
+  int persisted = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (!absl::StrContains(line, "metrics in the last")) continue;
+    const size_t at = line.find("events_persisted +");
+    if (at == absl::string_view::npos) continue;
+    absl::string_view count = line.substr(at + strlen("events_persisted +"));
+    int n = 0;
+    if (absl::SimpleAtoi(count.substr(0, count.find(',')), &n)) persisted += n;
+  }
+  return persisted;
 }
 
 // A loopback port nothing listens on right now (Prometheus cannot be told to pick one itself).
@@ -276,16 +291,37 @@ TEST_F(MetricsTest, CountersMatchWhatWasPublishedAndPrometheusScrapesThem) {
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
 
-  // The summary line reported the traffic, and says nothing once nothing changes (Prometheus
-  // scraping meanwhile changes no counter).
-  absl::SleepFor(absl::Milliseconds(1100));  // the line for the last events' period is out
-  std::string log = shipper_->Log();
+  // The summary lines reported the traffic: their events_persisted add up to every event once the
+  // line for the last events' period is out.
+  std::string log;
+  absl::Time wait = absl::Now() + absl::Seconds(30);
+  do {
+    absl::SleepFor(absl::Milliseconds(50));
+    log = shipper_->Log();
+  } while (SummaryPersisted(log) < kEvents && absl::Now() < wait);
+  EXPECT_EQ(SummaryPersisted(log), kEvents) << log;
   EXPECT_TRUE(absl::StrContains(log, "metrics in the last 1s: events_received +")) << log;
   const int lines = SummaryLines(log);
-  EXPECT_GE(lines, 1);
-  absl::SleepFor(absl::Milliseconds(2500));
+  // Then they say nothing while nothing changes (Prometheus scraping meanwhile changes no
+  // counter), for three periods by Shipper's own clock...
+  const double uptime = ParseSamples(Page())["shipper_uptime_seconds"];
+  wait = absl::Now() + absl::Seconds(30);
+  while (ParseSamples(Page())["shipper_uptime_seconds"] < uptime + 3 && absl::Now() < wait) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_GE(ParseSamples(Page())["shipper_uptime_seconds"], uptime + 3);
   log = shipper_->Log();
   EXPECT_EQ(SummaryLines(log), lines) << log;
+  // ... although the summary runs on: one more event, one more line.
+  ASSERT_TRUE(PublishOnce(1, shipper_->uuid(), &accepted).ok());
+  wait = absl::Now() + absl::Seconds(30);
+  while (SummaryLines(shipper_->Log()) == lines && absl::Now() < wait) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  log = shipper_->Log();
+  EXPECT_EQ(SummaryLines(log), lines + 1) << log;
+  EXPECT_TRUE(absl::StrContains(log.substr(log.rfind("metrics in the last")), "events_received +1"))
+      << log;
 
   shipper_->Signal(SIGTERM);
   absl::StatusOr<int> code = shipper_->Wait(absl::Seconds(30));
