@@ -27,8 +27,8 @@ std::string Size(const runtime::MemoryLimit& limit, Config* config,
                  const std::set<std::string>& given = {}) {
   Problems problems;
   SizeMemory(
-      limit, [&given](absl::string_view key) { return given.count(std::string(key)) > 0; },
-      config, &problems);
+      limit, [&given](absl::string_view key) { return given.count(std::string(key)) > 0; }, config,
+      &problems);
   return std::string(problems.ToStatus().message());
 }
 
