@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "queue/disk_io.h"
 #include "queue/queue.h"
 
 namespace shipper::queue {
@@ -39,6 +40,9 @@ struct DiskOptions {
   WaitStrategy wait_strategy = WaitStrategy::kBlocking;
   absl::Duration sleep_min = absl::Microseconds(50);
   absl::Duration sleep_max = absl::Milliseconds(10);
+  // Not a key: the file system, through which the queue does all its I/O. Tests give a
+  // testing::FaultyDiskIo. Must outlive the queue.
+  DiskIo* io = DiskIo::Posix();
 };
 
 // The segment_size in effect (see DiskOptions::segment_size).

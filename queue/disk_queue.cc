@@ -24,22 +24,14 @@
 // writer thread does all writing, syncing and deleting with no mutex held.
 #include "queue/disk_queue.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -57,6 +49,7 @@
 #include "absl/time/clock.h"
 #include "queue/common.h"
 #include "queue/disk_format.h"
+#include "queue/disk_io.h"
 #include "queue/disk_recovery.h"
 #include "queue/mutex.h"
 #include "queue/producer_state.h"
@@ -100,51 +93,17 @@ std::optional<uint64_t> SegmentId(absl::string_view name) {
   return id;
 }
 
-absl::Status ErrnoStatus(absl::string_view what, const std::string& file) {
-  const int err = errno;
-  return absl::Status(
-      err == ENOSPC ? absl::StatusCode::kResourceExhausted : absl::StatusCode::kUnavailable,
-      absl::StrCat(what, " ", file, ": ", strerror(err)));
-}
-
-absl::Status PwriteAll(int fd, const char* data, size_t size, uint64_t offset,
-                       const std::string& file) {
-  while (size > 0) {
-    const ssize_t n = pwrite(fd, data, size, offset);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus("write", file);
-    data += n;
-    size -= n;
-    offset += n;
-  }
-  return absl::OkStatus();
-}
-
-// Reads exactly `size` bytes unless the file ends first; returns how many it read.
-absl::StatusOr<size_t> PreadAll(int fd, char* data, size_t size, uint64_t offset,
-                                const std::string& file) {
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = pread(fd, data + done, size - done, offset + done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus("read", file);
-    if (n == 0) break;
-    done += n;
-  }
-  return done;
-}
-
 void LogDamage(const std::string& file, uint64_t offset, uint64_t end) {
   ABSL_RAW_LOG(ERROR, "disk queue: %s: damaged frame at offset %llu, %llu bytes stepped over",
                file.c_str(), static_cast<unsigned long long>(offset),
                static_cast<unsigned long long>(end - offset));
 }
 
-absl::Status WriteState(int fd, uint64_t delivered_seq, const std::string& file) {
+absl::Status WriteState(DiskFile& file, uint64_t delivered_seq) {
   char state[internal::kStateBytes];
   internal::EncodeState(state, delivered_seq);
-  absl::Status status = PwriteAll(fd, state, sizeof(state), 0, file);
-  if (status.ok() && fdatasync(fd) != 0) status = ErrnoStatus("sync", file);
+  absl::Status status = file.Write(0, absl::string_view(state, sizeof(state)));
+  if (status.ok()) status = file.Sync();
   return status;
 }
 
@@ -224,7 +183,8 @@ class ReadBatch final : public EventOwner {
 
 class DiskQueueImpl final : public DiskQueue {
  public:
-  DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_fd, internal::Recovery recovered);
+  DiskQueueImpl(const DiskOptions& options, std::unique_ptr<DiskFile> dir,
+                std::unique_ptr<DiskFile> state, internal::Recovery recovered);
   ~DiskQueueImpl() override;
 
   std::unique_ptr<Producer> NewProducer(AckCallback on_ack) override;
@@ -292,7 +252,8 @@ class DiskQueueImpl final : public DiskQueue {
   void FinishRound(Round* round);
   void DropRound(Round* round);
   void RecordDelivered(bool stopping);
-  int SegmentFd(uint64_t id, absl::Status* status);
+  // The writer's file of segment `id`, opened (and created) if need be.
+  absl::StatusOr<DiskFile*> SegmentFile(uint64_t id);
   void SetError(const absl::Status& status);
   // Whether the writer has something to do about done events: a segment to delete, or a state to
   // record at `*when`.
@@ -307,8 +268,9 @@ class DiskQueueImpl final : public DiskQueue {
   const uint64_t segment_size_;
   const uint64_t buffer_size_;
   const uint64_t seq_base_;
-  const int dir_fd_;
-  const int state_fd_;
+  DiskIo* const io_;
+  const std::unique_ptr<DiskFile> dir_;  // holds the directory's lock
+  const std::unique_ptr<DiskFile> state_;
 
   // Producer side, and the waits on what the writer changes. The atomics are written under
   // publish_mu_ and read anywhere.
@@ -344,7 +306,7 @@ class DiskQueueImpl final : public DiskQueue {
   absl::flat_hash_map<uint64_t, ReadBatch*> batches_ ABSL_GUARDED_BY(get_mu_);  // by first index
   uint64_t cursor_segment_ ABSL_GUARDED_BY(get_mu_) = 0;
   uint64_t cursor_offset_ ABSL_GUARDED_BY(get_mu_) = 0;
-  int cursor_fd_ ABSL_GUARDED_BY(get_mu_) = -1;
+  std::unique_ptr<DiskFile> cursor_file_ ABSL_GUARDED_BY(get_mu_);
   uint64_t read_damage_end_ ABSL_GUARDED_BY(get_mu_) = 0;
   size_t frame_bytes_estimate_ ABSL_GUARDED_BY(get_mu_) = 1024;
   std::string read_error_ ABSL_GUARDED_BY(get_mu_);  // the last one logged; empty: reading
@@ -368,7 +330,7 @@ class DiskQueueImpl final : public DiskQueue {
   // Writer thread only.
   uint64_t active_segment_ = 0;  // the segment it appends to; 0 before the first
   uint64_t active_bytes_ = 0;
-  std::vector<std::pair<uint64_t, int>> writer_fds_;  // by segment id
+  std::vector<std::pair<uint64_t, std::unique_ptr<DiskFile>>> writer_files_;  // by segment id
   bool dir_dirty_ = false;   // created a file whose directory entry is not synced yet
   uint64_t state_done_ = 0;  // the done index the state file holds
   absl::Time state_time_ = absl::InfinitePast();
@@ -384,8 +346,8 @@ class DiskQueueImpl final : public DiskQueue {
   std::thread writer_thread_;  // last: starts once everything above is built
 };
 
-DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_fd,
-                             internal::Recovery recovered)
+DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, std::unique_ptr<DiskFile> dir,
+                             std::unique_ptr<DiskFile> state, internal::Recovery recovered)
     : options_(options),
       wait_options_{options.wait_strategy, options.sleep_min, options.sleep_max},
       buffered_(options.flush_min_events > 1),
@@ -393,8 +355,9 @@ DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, int dir_fd, int state_f
       segment_size_(DiskSegmentSize(options)),
       buffer_size_(DiskBufferSize(options)),
       seq_base_(recovered.seq_base),
-      dir_fd_(dir_fd),
-      state_fd_(state_fd),
+      io_(options.io),
+      dir_(std::move(dir)),
+      state_(std::move(state)),
       published_(recovered.last_index),
       synced_(recovered.last_index),
       disk_bytes_(recovered.bytes),
@@ -421,10 +384,6 @@ DiskQueueImpl::~DiskQueueImpl() {
   }
   writer_thread_.join();
   for (auto& [first, batch] : batches_) batch->Finish();
-  for (auto& [id, fd] : writer_fds_) close(fd);
-  if (cursor_fd_ >= 0) close(cursor_fd_);
-  close(state_fd_);
-  close(dir_fd_);
 }
 
 std::unique_ptr<Producer> DiskQueueImpl::NewProducer(AckCallback on_ack) {
@@ -617,15 +576,16 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
     std::optional<Segment> segment = FindSegment(cursor_segment_);
     if (!segment) break;  // cannot happen: synced events are in listed segments
     const std::string file = FilePath(SegmentName(segment->id));
-    if (segment->id != cursor_segment_ || cursor_fd_ < 0) {
+    if (segment->id != cursor_segment_ || cursor_file_ == nullptr) {
       if (segment->id != cursor_segment_) cursor_offset_ = segment->read_from;
       cursor_segment_ = segment->id;
-      if (cursor_fd_ >= 0) close(cursor_fd_);
-      cursor_fd_ = open(file.c_str(), O_RDONLY | O_CLOEXEC);
-      if (cursor_fd_ < 0) {
-        *error = ErrnoStatus("open", file);
+      cursor_file_.reset();
+      absl::StatusOr<std::unique_ptr<DiskFile>> opened = io_->Open(file, OpenMode::kRead);
+      if (!opened.ok()) {
+        *error = opened.status();
         break;
       }
+      cursor_file_ = *std::move(opened);
     }
     if (cursor_offset_ >= segment->bytes) {
       if (FindSegment(segment->id + 1)) {
@@ -647,7 +607,7 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
     } else {
       const size_t chunk = std::min<uint64_t>(read_bytes, file_left);
       char* buffer = batch->NewBuffer(chunk);
-      absl::StatusOr<size_t> got = PreadAll(cursor_fd_, buffer, chunk, cursor_offset_, file);
+      absl::StatusOr<size_t> got = ReadFully(*cursor_file_, cursor_offset_, chunk, buffer);
       if (!got.ok() || *got < chunk) {
         *error = got.ok() ? absl::DataLossError("short read of " + file) : got.status();
         break;
@@ -886,24 +846,20 @@ void DiskQueueImpl::TakePending(Round* round, internal::Wakeups* wake) {
   producers_.NotifyAll(wake);
 }
 
-int DiskQueueImpl::SegmentFd(uint64_t id, absl::Status* status) {
-  for (auto& [fd_id, fd] : writer_fds_) {
-    if (fd_id == id) return fd;
+absl::StatusOr<DiskFile*> DiskQueueImpl::SegmentFile(uint64_t id) {
+  for (auto& [file_id, file] : writer_files_) {
+    if (file_id == id) return file.get();
   }
-  const std::string file = FilePath(SegmentName(id));
-  const int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *status = ErrnoStatus("create", file);
-    return -1;
-  }
+  absl::StatusOr<std::unique_ptr<DiskFile>> file =
+      io_->Open(FilePath(SegmentName(id)), OpenMode::kReadWrite);
+  if (!file.ok()) return file.status();
   dir_dirty_ = true;
-  writer_fds_.push_back({id, fd});
-  return fd;
+  writer_files_.emplace_back(id, *std::move(file));
+  return writer_files_.back().second.get();
 }
 
 absl::Status DiskQueueImpl::WriteRound(Round* round) {
-  absl::Status status;
-  std::vector<int> written;
+  std::vector<DiskFile*> written;
   for (Chunk& chunk : round->chunks) {
     if (!chunk.placed) {
       if (chunk.segment_id != active_segment_) {
@@ -915,34 +871,29 @@ absl::Status DiskQueueImpl::WriteRound(Round* round) {
       internal::SealFrames(chunk.frames.data(), chunk.frames.size());
       chunk.placed = true;
     }
-    const int fd = SegmentFd(chunk.segment_id, &status);
-    if (fd < 0) return status;
-    status = PwriteAll(fd, chunk.frames.data(), chunk.frames.size(), chunk.offset,
-                       FilePath(SegmentName(chunk.segment_id)));
-    if (!status.ok()) return status;
-    if (written.empty() || written.back() != fd) written.push_back(fd);
+    absl::StatusOr<DiskFile*> file = SegmentFile(chunk.segment_id);
+    if (!file.ok()) return file.status();
+    if (absl::Status status = (*file)->Write(chunk.offset, chunk.frames); !status.ok()) {
+      return status;
+    }
+    if (written.empty() || written.back() != *file) written.push_back(*file);
   }
-  for (int fd : written) {
+  for (DiskFile* file : written) {
     const absl::Time start = absl::Now();
-    const int rc = fdatasync(fd);
+    const absl::Status status = file->Sync();
     sync_ns_.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start), std::memory_order_relaxed);
     syncs_.fetch_add(1, std::memory_order_relaxed);
     // After a failed fdatasync the kernel may have dropped the pages: the retry rewrites them.
-    if (rc != 0) return ErrnoStatus("sync", FilePath(SegmentName(round->chunks[0].segment_id)));
+    if (!status.ok()) return status;
   }
   if (dir_dirty_) {
-    if (fsync(dir_fd_) != 0) return ErrnoStatus("sync", options_.path);
+    if (absl::Status status = dir_->Sync(); !status.ok()) return status;
     dir_dirty_ = false;
   }
   // Only the segment still being appended to stays open.
-  for (auto it = writer_fds_.begin(); it != writer_fds_.end();) {
-    if (it->first == active_segment_) {
-      ++it;
-    } else {
-      close(it->second);
-      it = writer_fds_.erase(it);
-    }
-  }
+  writer_files_.erase(std::remove_if(writer_files_.begin(), writer_files_.end(),
+                                     [&](const auto& f) { return f.first != active_segment_; }),
+                      writer_files_.end());
   return absl::OkStatus();
 }
 
@@ -1067,9 +1018,9 @@ void DiskQueueImpl::RecordDelivered(bool stopping) {
       segments_.pop_front();
       if (segments_.empty()) deletable_until_.store(~uint64_t{0});
     }
-    const std::string file = FilePath(SegmentName(gone.id));
-    if (unlink(file.c_str()) != 0 && errno != ENOENT) {
-      ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("delete", file).ToString().c_str());
+    if (absl::Status status = io_->Remove(FilePath(SegmentName(gone.id)));
+        !status.ok() && !absl::IsNotFound(status)) {
+      ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
     }
     internal::Wakeups wake;
     internal::MutexLock lock(&publish_mu_);
@@ -1079,7 +1030,7 @@ void DiskQueueImpl::RecordDelivered(bool stopping) {
   }
   const absl::Time now = absl::Now();
   if (done == state_done_ || (!stopping && now < state_time_ + kStateInterval)) return;
-  const absl::Status status = WriteState(state_fd_, done + seq_base_, FilePath(kStateFile));
+  const absl::Status status = WriteState(*state_, done + seq_base_);
   state_time_ = now;  // after a failure too: retried an interval later, not in a busy loop
   if (!status.ok()) {
     ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
@@ -1091,17 +1042,15 @@ void DiskQueueImpl::RecordDelivered(bool stopping) {
 // Recovery's I/O; disk_recovery.h decides what it does.
 
 // The ids of the segment files in `path`, ascending.
-absl::StatusOr<std::vector<uint64_t>> ListSegments(const std::string& path) {
-  std::vector<uint64_t> ids;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
-    if (std::optional<uint64_t> id = SegmentId(entry.path().filename().string())) {
-      ids.push_back(*id);
-    }
+absl::StatusOr<std::vector<uint64_t>> ListSegments(DiskIo* io, const std::string& path) {
+  absl::StatusOr<std::vector<std::string>> names = io->List(path);
+  if (!names.ok()) {
+    return absl::Status(names.status().code(),
+                        absl::StrCat("shipper.queue.disk.path: ", names.status().message()));
   }
-  if (error) {
-    return absl::UnavailableError(
-        absl::StrCat("shipper.queue.disk.path: cannot list ", path, ": ", error.message()));
+  std::vector<uint64_t> ids;
+  for (const std::string& name : *names) {
+    if (std::optional<uint64_t> id = SegmentId(name)) ids.push_back(*id);
   }
   std::sort(ids.begin(), ids.end());
   return ids;
@@ -1110,31 +1059,30 @@ absl::StatusOr<std::vector<uint64_t>> ListSegments(const std::string& path) {
 // Recovery's scan of one segment (internal::ScanSegment), kScanChunk at a time. Unreadable bytes
 // count as damage up to the file's end.
 std::optional<uint64_t> ScanSegmentFile(
-    const std::string& file, absl::FunctionRef<void(uint64_t offset, const Frame& frame)> on_frame,
+    DiskIo* io, const std::string& name,
+    absl::FunctionRef<void(uint64_t offset, const Frame& frame)> on_frame,
     absl::FunctionRef<void(uint64_t offset, uint64_t end)> on_damage) {
-  const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    ABSL_RAW_LOG(ERROR, "disk queue: %s, skipped", ErrnoStatus("open", file).ToString().c_str());
-    if (fd >= 0) close(fd);
+  absl::StatusOr<std::unique_ptr<DiskFile>> file = io->Open(name, OpenMode::kRead);
+  absl::StatusOr<uint64_t> size = file.ok() ? (*file)->Size() : file.status();
+  if (!size.ok()) {
+    ABSL_RAW_LOG(ERROR, "disk queue: %s, skipped", size.status().ToString().c_str());
     return std::nullopt;
   }
-  const uint64_t size = st.st_size;
   std::string buffer;
   size_t chunk = kScanChunk;
-  for (uint64_t offset = 0; offset < size;) {
-    buffer.resize(std::min<uint64_t>(chunk, size - offset));
-    absl::StatusOr<size_t> got = PreadAll(fd, buffer.data(), buffer.size(), offset, file);
+  for (uint64_t offset = 0; offset < *size;) {
+    buffer.resize(std::min<uint64_t>(chunk, *size - offset));
+    absl::StatusOr<size_t> got = ReadFully(**file, offset, buffer.size(), buffer.data());
     if (!got.ok() || *got < buffer.size()) {
       ABSL_RAW_LOG(ERROR, "disk queue: %s",
-                   (got.ok() ? absl::DataLossError("short read of " + file) : got.status())
+                   (got.ok() ? absl::DataLossError("short read of " + name) : got.status())
                        .ToString()
                        .c_str());
-      on_damage(offset, size);
+      on_damage(offset, *size);
       break;
     }
     const size_t scanned = internal::ScanFrames(
-        buffer, size - offset,
+        buffer, *size - offset,
         [&](size_t at, const Frame& frame) {
           on_frame(offset + at, frame);
           return true;
@@ -1143,21 +1091,21 @@ std::optional<uint64_t> ScanSegmentFile(
     chunk = scanned == 0 ? chunk * 2 : kScanChunk;
     offset += scanned;
   }
-  close(fd);
-  return size;
+  return *size;
 }
 
 // Reads the files, recovers, and does to the files what recovery says.
-absl::StatusOr<internal::Recovery> Recover(const DiskOptions& options, int state_fd) {
+absl::StatusOr<internal::Recovery> Recover(const DiskOptions& options, DiskFile& state_file) {
+  DiskIo* const io = options.io;
   auto path = [&](const std::string& name) { return options.path + "/" + name; };
   char state[internal::kStateBytes];
-  absl::StatusOr<size_t> got = PreadAll(state_fd, state, sizeof(state), 0, kStateFile);
-  absl::StatusOr<std::vector<uint64_t>> ids = ListSegments(options.path);
+  absl::StatusOr<size_t> got = ReadFully(state_file, 0, sizeof(state), state);
+  absl::StatusOr<std::vector<uint64_t>> ids = ListSegments(io, options.path);
   if (!ids.ok()) return ids.status();
   internal::Recovery r = internal::Recover(
       got.ok() ? std::make_optional(absl::string_view(state, *got)) : std::nullopt, *ids,
       [&](uint64_t id, auto on_frame, auto on_damage) {
-        return ScanSegmentFile(path(SegmentName(id)), on_frame, on_damage);
+        return ScanSegmentFile(io, path(SegmentName(id)), on_frame, on_damage);
       });
 
   if (r.state_lost) {
@@ -1171,21 +1119,20 @@ absl::StatusOr<internal::Recovery> Recover(const DiskOptions& options, int state
     ABSL_RAW_LOG(WARNING, "disk queue: %s: cut %llu bytes of a torn frame at offset %llu",
                  file.c_str(), static_cast<unsigned long long>(r.cut->torn),
                  static_cast<unsigned long long>(r.cut->size));
-    if (truncate(file.c_str(), r.cut->size) != 0) {
-      ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("cut", file).ToString().c_str());
-    }
+    absl::StatusOr<std::unique_ptr<DiskFile>> cut = io->Open(file, OpenMode::kReadWrite);
+    const absl::Status status = cut.ok() ? (*cut)->Truncate(r.cut->size) : cut.status();
+    if (!status.ok()) ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
   }
   for (const internal::Recovery::Damage& d : r.damage) {
     LogDamage(path(SegmentName(d.id)), d.offset, d.end);
   }
   for (uint64_t id : r.delete_ids) {
-    const std::string file = path(SegmentName(id));
-    if (unlink(file.c_str()) != 0) {
-      ABSL_RAW_LOG(ERROR, "disk queue: %s", ErrnoStatus("delete", file).ToString().c_str());
+    if (absl::Status status = io->Remove(path(SegmentName(id))); !status.ok()) {
+      ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
     }
   }
   if (r.rewrite_state) {
-    const absl::Status status = WriteState(state_fd, r.seq_base, path(kStateFile));
+    const absl::Status status = WriteState(state_file, r.seq_base);
     if (!status.ok()) ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
   }
   if (!r.segments.empty()) {
@@ -1207,35 +1154,26 @@ absl::StatusOr<std::unique_ptr<DiskQueue>> DiskQueue::Create(const DiskOptions& 
         problems, "; ",
         [](std::string* out, const absl::Status& s) { absl::StrAppend(out, s.message()); }));
   }
-  std::error_code error;
-  std::filesystem::create_directories(options.path, error);
-  if (error) {
-    return absl::UnavailableError(absl::StrCat("shipper.queue.disk.path: cannot create ",
-                                               options.path, ": ", error.message()));
-  }
-  const int dir_fd = open(options.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return ErrnoStatus("shipper.queue.disk.path: open", options.path);
-  // Two queues on one directory would delete each other's segments. The lock goes with dir_fd.
-  if (flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
-    close(dir_fd);
+  DiskIo* const io = options.io;
+  auto key = [](const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat("shipper.queue.disk.path: ", status.message()));
+  };
+  if (absl::Status created = io->CreateDirs(options.path); !created.ok()) return key(created);
+  absl::StatusOr<std::unique_ptr<DiskFile>> dir = io->Open(options.path, OpenMode::kDirectory);
+  if (!dir.ok()) return key(dir.status());
+  // Two queues on one directory would delete each other's segments. The lock goes with dir.
+  if (absl::Status locked = (*dir)->Lock(); !locked.ok()) {
+    if (!absl::IsFailedPrecondition(locked)) return key(locked);
     return absl::FailedPreconditionError(absl::StrCat("shipper.queue.disk.path: ", options.path,
                                                       " is in use by another disk queue"));
   }
-  const std::string state_file = options.path + "/" + kStateFile;
-  const int state_fd = open(state_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (state_fd < 0) {
-    absl::Status status = ErrnoStatus("shipper.queue.disk.path: open", state_file);
-    close(dir_fd);
-    return status;
-  }
-  absl::StatusOr<internal::Recovery> recovered = Recover(options, state_fd);
-  if (!recovered.ok()) {
-    close(state_fd);
-    close(dir_fd);
-    return recovered.status();
-  }
+  absl::StatusOr<std::unique_ptr<DiskFile>> state =
+      io->Open(options.path + "/" + kStateFile, OpenMode::kReadWrite);
+  if (!state.ok()) return key(state.status());
+  absl::StatusOr<internal::Recovery> recovered = Recover(options, **state);
+  if (!recovered.ok()) return recovered.status();
   return std::unique_ptr<DiskQueue>(
-      new DiskQueueImpl(options, dir_fd, state_fd, *std::move(recovered)));
+      new DiskQueueImpl(options, *std::move(dir), *std::move(state), *std::move(recovered)));
 }
 
 }  // namespace shipper::queue

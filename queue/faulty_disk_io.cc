@@ -1,0 +1,168 @@
+#include "queue/faulty_disk_io.h"
+
+#include <cerrno>
+#include <utility>
+
+namespace shipper::queue::testing {
+namespace {
+
+absl::string_view CallName(DiskCall call) {
+  switch (call) {
+    case DiskCall::kOpen:
+      return "open";
+    case DiskCall::kRead:
+      return "read";
+    case DiskCall::kWrite:
+      return "write";
+    case DiskCall::kSync:
+      return "sync";
+    case DiskCall::kSize:
+      return "stat";
+    case DiskCall::kTruncate:
+      return "truncate";
+    case DiskCall::kLock:
+      return "lock";
+    case DiskCall::kList:
+      return "list";
+    case DiskCall::kCreateDirs:
+      return "create";
+    case DiskCall::kRemove:
+      return "delete";
+  }
+  return "call";
+}
+
+// What a failing call returns: ENOSPC or EIO (the faults that only reads and writes can show
+// fail other calls with EIO).
+absl::Status FaultError(DiskFault fault, DiskCall call, const std::string& path) {
+  return ErrnoError(fault == DiskFault::kEnospc || fault == DiskFault::kShortWrite ? ENOSPC : EIO,
+                    CallName(call), path);
+}
+
+}  // namespace
+
+class FaultyFile final : public DiskFile {
+ public:
+  FaultyFile(std::unique_ptr<DiskFile> base, FaultyDiskIo* io)
+      : DiskFile(base->name()), base_(std::move(base)), io_(io) {}
+
+  absl::StatusOr<size_t> Read(uint64_t offset, size_t size, char* out) override {
+    DiskFault fault;
+    if (!io_->Take(DiskCall::kRead, name(), &fault)) return base_->Read(offset, size, out);
+    if (fault == DiskFault::kShortRead) return base_->Read(offset, size > 1 ? size / 2 : 1, out);
+    if (fault == DiskFault::kEndOfFile) return 0;
+    return FaultError(fault, DiskCall::kRead, name());
+  }
+
+  absl::Status Write(uint64_t offset, absl::string_view data) override {
+    DiskFault fault;
+    if (!io_->Take(DiskCall::kWrite, name(), &fault)) return base_->Write(offset, data);
+    if (fault == DiskFault::kShortWrite) {
+      absl::Status half = base_->Write(offset, data.substr(0, data.size() / 2));
+      if (!half.ok()) return half;
+    }
+    return FaultError(fault, DiskCall::kWrite, name());
+  }
+
+  absl::Status Sync() override {
+    DiskFault fault;
+    if (io_->Take(DiskCall::kSync, name(), &fault))
+      return FaultError(fault, DiskCall::kSync, name());
+    return base_->Sync();
+  }
+
+  absl::StatusOr<uint64_t> Size() override {
+    DiskFault fault;
+    if (io_->Take(DiskCall::kSize, name(), &fault))
+      return FaultError(fault, DiskCall::kSize, name());
+    return base_->Size();
+  }
+
+  absl::Status Truncate(uint64_t size) override {
+    DiskFault fault;
+    if (io_->Take(DiskCall::kTruncate, name(), &fault)) {
+      return FaultError(fault, DiskCall::kTruncate, name());
+    }
+    return base_->Truncate(size);
+  }
+
+  absl::Status Lock() override {
+    DiskFault fault;
+    if (io_->Take(DiskCall::kLock, name(), &fault))
+      return FaultError(fault, DiskCall::kLock, name());
+    return base_->Lock();
+  }
+
+ private:
+  const std::unique_ptr<DiskFile> base_;
+  FaultyDiskIo* const io_;
+};
+
+void FaultyDiskIo::Fail(DiskCall call, DiskFault fault, absl::string_view path_part, int times,
+                        int skip) {
+  internal::MutexLock lock(&mu_);
+  failures_.push_back({call, fault, std::string(path_part), times, skip});
+}
+
+void FaultyDiskIo::Heal() {
+  internal::MutexLock lock(&mu_);
+  failures_.clear();
+}
+
+int FaultyDiskIo::calls(DiskCall call) const {
+  internal::MutexLock lock(&mu_);
+  return calls_[static_cast<int>(call)];
+}
+
+int FaultyDiskIo::failures(DiskCall call) const {
+  internal::MutexLock lock(&mu_);
+  return failed_[static_cast<int>(call)];
+}
+
+bool FaultyDiskIo::Take(DiskCall call, const std::string& path, DiskFault* fault) {
+  internal::MutexLock lock(&mu_);
+  ++calls_[static_cast<int>(call)];
+  for (auto it = failures_.begin(); it != failures_.end(); ++it) {
+    if (it->call != call || path.find(it->path_part) == std::string::npos) continue;
+    if (it->skip > 0) {
+      --it->skip;
+      return false;
+    }
+    *fault = it->fault;
+    if (it->times > 0 && --it->times == 0) failures_.erase(it);
+    ++failed_[static_cast<int>(call)];
+    return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::unique_ptr<DiskFile>> FaultyDiskIo::Open(const std::string& path,
+                                                             OpenMode mode) {
+  DiskFault fault;
+  if (Take(DiskCall::kOpen, path, &fault)) return FaultError(fault, DiskCall::kOpen, path);
+  absl::StatusOr<std::unique_ptr<DiskFile>> file = base_->Open(path, mode);
+  if (!file.ok()) return file.status();
+  return std::make_unique<FaultyFile>(*std::move(file), this);
+}
+
+absl::StatusOr<std::vector<std::string>> FaultyDiskIo::List(const std::string& path) {
+  DiskFault fault;
+  if (Take(DiskCall::kList, path, &fault)) return FaultError(fault, DiskCall::kList, path);
+  return base_->List(path);
+}
+
+absl::Status FaultyDiskIo::CreateDirs(const std::string& path) {
+  DiskFault fault;
+  if (Take(DiskCall::kCreateDirs, path, &fault)) {
+    return FaultError(fault, DiskCall::kCreateDirs, path);
+  }
+  return base_->CreateDirs(path);
+}
+
+absl::Status FaultyDiskIo::Remove(const std::string& path) {
+  DiskFault fault;
+  if (Take(DiskCall::kRemove, path, &fault)) return FaultError(fault, DiskCall::kRemove, path);
+  return base_->Remove(path);
+}
+
+}  // namespace shipper::queue::testing

@@ -1,0 +1,91 @@
+// A DiskIo for tests (after LevelDB's fault-injection Env): passes every call to another DiskIo,
+// the file system by default, and fails the calls a test chose the way a failing disk would.
+//
+//   FaultyDiskIo io;
+//   io.Fail(DiskCall::kSync, DiskFault::kEio, ".seg", 3);  // the next 3 segment syncs fail
+//   options.io = &io;
+//
+// Thread safety: safe for concurrent use, as DiskIo; Fail and Heal may be called while the queue
+// runs.
+#ifndef SHIPPER_QUEUE_FAULTY_DISK_IO_H_
+#define SHIPPER_QUEUE_FAULTY_DISK_IO_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "queue/disk_io.h"
+#include "queue/mutex.h"
+
+namespace shipper::queue::testing {
+
+// DiskIo's and DiskFile's calls.
+enum class DiskCall {
+  kOpen,
+  kRead,
+  kWrite,
+  kSync,
+  kSize,
+  kTruncate,
+  kLock,
+  kList,
+  kCreateDirs,
+  kRemove,
+};
+constexpr int kDiskCalls = 10;
+
+enum class DiskFault {
+  kEio,         // fails with EIO
+  kEnospc,      // fails with ENOSPC
+  kShortRead,   // a read returns half the bytes asked for (at least one): callers must read on
+  kEndOfFile,   // a read returns no bytes, as if the file ended there
+  kShortWrite,  // a write writes the first half of its bytes, then fails with ENOSPC
+};
+
+class FaultyDiskIo final : public DiskIo {
+ public:
+  explicit FaultyDiskIo(DiskIo* base = DiskIo::Posix()) : base_(base) {}
+
+  // From now on `call` on a path that contains `path_part` (any path if empty) fails with
+  // `fault`, after `skip` such calls passed, `times` times (every time if negative). A call that
+  // matches several failures takes the first one added.
+  void Fail(DiskCall call, DiskFault fault, absl::string_view path_part = "", int times = -1,
+            int skip = 0);
+  // Ends every failure: calls pass again.
+  void Heal();
+  // How many `call`s were made, and how many of them failed.
+  int calls(DiskCall call) const;
+  int failures(DiskCall call) const;
+
+  absl::StatusOr<std::unique_ptr<DiskFile>> Open(const std::string& path, OpenMode mode) override;
+  absl::StatusOr<std::vector<std::string>> List(const std::string& path) override;
+  absl::Status CreateDirs(const std::string& path) override;
+  absl::Status Remove(const std::string& path) override;
+
+ private:
+  friend class FaultyFile;
+  struct Failure {
+    DiskCall call;
+    DiskFault fault;
+    std::string path_part;
+    int times;
+    int skip;
+  };
+
+  // Counts `call` on `path` as made; true and its fault if it is to fail.
+  bool Take(DiskCall call, const std::string& path, DiskFault* fault);
+
+  DiskIo* const base_;
+  mutable internal::Mutex mu_;
+  std::vector<Failure> failures_ ABSL_GUARDED_BY(mu_);
+  int calls_[kDiskCalls] ABSL_GUARDED_BY(mu_) = {};
+  int failed_[kDiskCalls] ABSL_GUARDED_BY(mu_) = {};
+};
+
+}  // namespace shipper::queue::testing
+
+#endif  // SHIPPER_QUEUE_FAULTY_DISK_IO_H_
