@@ -1056,31 +1056,60 @@ absl::StatusOr<std::vector<uint64_t>> ListSegments(DiskIo* io, const std::string
   return ids;
 }
 
-// Recovery's scan of one segment (internal::ScanSegment), kScanChunk at a time. Unreadable bytes
-// count as damage up to the file's end.
-std::optional<uint64_t> ScanSegmentFile(
+// Recovery reads each file again after an error, a few times: a transient error must not stop a
+// start, and a lasting one must stop it rather than cost events (disk_recovery.h).
+constexpr int kStartAttempts = 5;
+constexpr absl::Duration kStartRetry = absl::Milliseconds(10);  // doubling after each attempt
+
+absl::Status StatusOf(const absl::Status& status) { return status; }
+template <typename T>
+absl::Status StatusOf(const absl::StatusOr<T>& result) {
+  return result.status();
+}
+
+// What `attempt` returns once it succeeds, or its error after kStartAttempts.
+template <typename Attempt>
+auto Retried(Attempt attempt) -> decltype(attempt()) {
+  absl::Duration pause = kStartRetry;
+  for (int n = 1;; ++n) {
+    auto result = attempt();
+    const absl::Status status = StatusOf(result);
+    if (status.ok() || n == kStartAttempts) return result;
+    ABSL_RAW_LOG(WARNING, "disk queue: %s; reading it again", status.ToString().c_str());
+    absl::SleepFor(pause);
+    pause *= 2;
+  }
+}
+
+// Reads `size` bytes at `offset`, all of them: fewer than the file's size promised is an error.
+absl::Status ReadExactly(DiskFile& file, uint64_t offset, size_t size, char* out) {
+  absl::StatusOr<size_t> got = ReadFully(file, offset, size, out);
+  if (!got.ok()) return got.status();
+  if (*got < size) {
+    return absl::UnavailableError(
+        absl::StrFormat("read %s: %d of %d bytes at offset %d: the file ended before its size",
+                        file.name(), *got, size, offset));
+  }
+  return absl::OkStatus();
+}
+
+// Recovery's scan of one segment (internal::ScanSegment), kScanChunk at a time.
+absl::StatusOr<uint64_t> ScanSegmentFile(
     DiskIo* io, const std::string& name,
     absl::FunctionRef<void(uint64_t offset, const Frame& frame)> on_frame,
     absl::FunctionRef<void(uint64_t offset, uint64_t end)> on_damage) {
-  absl::StatusOr<std::unique_ptr<DiskFile>> file = io->Open(name, OpenMode::kRead);
-  absl::StatusOr<uint64_t> size = file.ok() ? (*file)->Size() : file.status();
-  if (!size.ok()) {
-    ABSL_RAW_LOG(ERROR, "disk queue: %s, skipped", size.status().ToString().c_str());
-    return std::nullopt;
-  }
+  absl::StatusOr<std::unique_ptr<DiskFile>> file =
+      Retried([&] { return io->Open(name, OpenMode::kRead); });
+  if (!file.ok()) return file.status();
+  const absl::StatusOr<uint64_t> size = Retried([&] { return (*file)->Size(); });
+  if (!size.ok()) return size.status();
   std::string buffer;
   size_t chunk = kScanChunk;
   for (uint64_t offset = 0; offset < *size;) {
     buffer.resize(std::min<uint64_t>(chunk, *size - offset));
-    absl::StatusOr<size_t> got = ReadFully(**file, offset, buffer.size(), buffer.data());
-    if (!got.ok() || *got < buffer.size()) {
-      ABSL_RAW_LOG(ERROR, "disk queue: %s",
-                   (got.ok() ? absl::DataLossError("short read of " + name) : got.status())
-                       .ToString()
-                       .c_str());
-      on_damage(offset, *size);
-      break;
-    }
+    const absl::Status read =
+        Retried([&] { return ReadExactly(**file, offset, buffer.size(), buffer.data()); });
+    if (!read.ok()) return read;
     const size_t scanned = internal::ScanFrames(
         buffer, *size - offset,
         [&](size_t at, const Frame& frame) {
@@ -1094,19 +1123,39 @@ std::optional<uint64_t> ScanSegmentFile(
   return *size;
 }
 
-// Reads the files, recovers, and does to the files what recovery says.
+// The state file's bytes: up to kStateBytes, as many as it holds.
+absl::StatusOr<std::string> ReadState(DiskFile& file) {
+  absl::StatusOr<uint64_t> size = file.Size();
+  if (!size.ok()) return size.status();
+  std::string state(std::min<uint64_t>(*size, internal::kStateBytes), '\0');
+  if (absl::Status read = ReadExactly(file, 0, state.size(), state.data()); !read.ok()) return read;
+  return state;
+}
+
+// Reads the files, recovers, and does to the files what recovery says. An error leaves them as
+// they were.
 absl::StatusOr<internal::Recovery> Recover(const DiskOptions& options, DiskFile& state_file) {
   DiskIo* const io = options.io;
   auto path = [&](const std::string& name) { return options.path + "/" + name; };
-  char state[internal::kStateBytes];
-  absl::StatusOr<size_t> got = ReadFully(state_file, 0, sizeof(state), state);
-  absl::StatusOr<std::vector<uint64_t>> ids = ListSegments(io, options.path);
+  auto refused = [&](const absl::Status& status) {
+    return absl::Status(
+        status.code(),
+        absl::StrCat("shipper.queue.disk.path: cannot recover ", options.path, ": ",
+                     status.message(), " (tried ", kStartAttempts,
+                     " times; no file was changed: fix the file system, or move the file "
+                     "named away, and start again)"));
+  };
+  const absl::StatusOr<std::string> state = Retried([&] { return ReadState(state_file); });
+  if (!state.ok()) return refused(state.status());
+  absl::StatusOr<std::vector<uint64_t>> ids =
+      Retried([&] { return ListSegments(io, options.path); });
   if (!ids.ok()) return ids.status();
-  internal::Recovery r = internal::Recover(
-      got.ok() ? std::make_optional(absl::string_view(state, *got)) : std::nullopt, *ids,
-      [&](uint64_t id, auto on_frame, auto on_damage) {
+  absl::StatusOr<internal::Recovery> recovered =
+      internal::Recover(*state, *ids, [&](uint64_t id, auto on_frame, auto on_damage) {
         return ScanSegmentFile(io, path(SegmentName(id)), on_frame, on_damage);
       });
+  if (!recovered.ok()) return refused(recovered.status());
+  internal::Recovery& r = *recovered;
 
   if (r.state_lost) {
     ABSL_RAW_LOG(WARNING,
@@ -1119,6 +1168,9 @@ absl::StatusOr<internal::Recovery> Recover(const DiskOptions& options, DiskFile&
     ABSL_RAW_LOG(WARNING, "disk queue: %s: cut %llu bytes of a torn frame at offset %llu",
                  file.c_str(), static_cast<unsigned long long>(r.cut->torn),
                  static_cast<unsigned long long>(r.cut->size));
+    // Failing to change a file is logged, not fatal: the files keep what they held. An uncut
+    // tail shows as damage on a later start (it is no longer in the last segment), a segment not
+    // deleted is recovered again (its frames delivered), a state not rewritten is rebuilt again.
     absl::StatusOr<std::unique_ptr<DiskFile>> cut = io->Open(file, OpenMode::kReadWrite);
     const absl::Status status = cut.ok() ? (*cut)->Truncate(r.cut->size) : cut.status();
     if (!status.ok()) ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
@@ -1140,7 +1192,7 @@ absl::StatusOr<internal::Recovery> Recover(const DiskOptions& options, DiskFile&
                  options.path.c_str(), static_cast<unsigned long long>(r.last_index),
                  r.segments.size());
   }
-  return r;
+  return recovered;
 }
 
 }  // namespace

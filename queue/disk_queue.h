@@ -19,10 +19,12 @@
 // was delivered, cuts a torn frame at the end of the last segment (a crash mid-write), and steps
 // over a damaged frame anywhere else to the next frame whose checksum holds, which costs that frame
 // only; damage is logged with file and offset and counted (DiskStats). A missing or damaged state
-// file is rebuilt from the segments: their events are all delivered again. Nothing in the files can
-// stop Create or the queue; an unreadable directory is an error Create returns. Recovered events
-// get indexes 1..N of the new process and count as persisted; their producers are gone, so they are
-// acknowledged to nobody.
+// file is rebuilt from the segments: their events are all delivered again. Nothing the files hold
+// can stop Create or the queue, but what cannot be read does: Create reads a file again after an
+// error, a few times, then refuses with an error naming it and changes nothing, since cutting,
+// deleting or passing by what it could not read would lose events (disk_recovery.h). Recovered
+// events get indexes 1..N of the new process and count as persisted; their producers are gone, so
+// they are acknowledged to nobody.
 //
 // Uuid. The process should take a new uuid on every start, as it does with the memory queue: events
 // accepted but not yet synced when it died are lost from the files, and only a new uuid makes every
@@ -68,7 +70,7 @@ class DiskQueue : public Queue {
   // Checks `options` as PreflightDiskPath and ValidateDiskOptions do (INVALID_ARGUMENT naming
   // every bad key), creates the directory if needed and recovers what it holds.
   // FAILED_PRECONDITION if another queue has the directory open; other errors are the file
-  // system's (e.g. the directory cannot be listed).
+  // system's, naming the file (the directory cannot be listed, a segment cannot be read).
   static absl::StatusOr<std::unique_ptr<DiskQueue>> Create(const DiskOptions& options);
 
   virtual DiskStats disk_stats() const = 0;

@@ -5,14 +5,13 @@
 
 namespace shipper::queue::internal {
 
-Recovery Recover(std::optional<absl::string_view> state, absl::Span<const uint64_t> ids,
-                 ScanSegment scan) {
+absl::StatusOr<Recovery> Recover(absl::string_view state, absl::Span<const uint64_t> ids,
+                                 ScanSegment scan) {
   Recovery r;
-  std::optional<uint64_t> delivered;
-  if (state) delivered = DecodeState(*state);
+  const std::optional<uint64_t> delivered = DecodeState(state);
   if (!delivered) {
     r.rewrite_state = true;
-    r.state_lost = !ids.empty() || !state || !state->empty();
+    r.state_lost = !ids.empty() || !state.empty();
   }
   uint64_t last_seq = delivered.value_or(0);
   uint64_t first_seq = 0;                            // of the first undelivered event
@@ -22,7 +21,7 @@ Recovery Recover(std::optional<absl::string_view> state, absl::Span<const uint64
     bool any = false;
     uint64_t valid_end = 0;
     std::vector<std::pair<uint64_t, uint64_t>> damage;
-    const std::optional<uint64_t> size = scan(
+    const absl::StatusOr<uint64_t> size = scan(
         ids[i],
         [&](uint64_t offset, const Frame& frame) {
           valid_end = offset + kFrameHeaderBytes + frame.payload.size();
@@ -44,7 +43,7 @@ Recovery Recover(std::optional<absl::string_view> state, absl::Span<const uint64
             damage.push_back({offset, end});
           }
         });
-    if (!size) continue;
+    if (!size.ok()) return size.status();
     uint64_t file_bytes = *size;
     // Bytes after the last frame of the last segment: a frame torn by a crash. Cut, so that the
     // files hold frames only.

@@ -5,14 +5,18 @@
 // afterwards deletes, cuts, logs and rewrites what Recover's answer says. Every rule is here, so
 // that each can be tested on bytes in memory:
 //
+// - Only what was read can be judged. A segment that could not be opened or read whole makes
+//   Recover fail with that error, and the queue then changes nothing: cutting or deleting what it
+//   could not read would lose events, and passing a segment by would make its events look
+//   delivered on the next start (their sequence numbers lie below those of the events after).
 // - The state file holds the sequence number up to which every event was delivered. If it is
 //   missing or damaged, nothing counts as delivered: every segment's events come again.
 // - Segments are read in the order of their ids, frame by frame. A frame whose sequence number is
 //   not above every one before it (the delivered one included) was delivered already, or is a
 //   stale copy: skipped.
 // - Bytes after the last frame of the last segment are a frame torn by a crash: they are cut, and
-//   are not damage. Any other run of bytes that holds no valid frame is damage: it costs those
-//   bytes only, reading resumes at the next frame whose checksum holds.
+//   are not damage. Any other run of bytes that holds no valid frame (its checksum proves it) is
+//   damage: it costs those bytes only, reading resumes at the next frame whose checksum holds.
 // - A segment without an undelivered frame is deleted.
 // - Recovered events get indexes 1..N in sequence order. New events continue the sequence, and
 //   their segments' ids lie past every existing one.
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "queue/disk_format.h"
@@ -50,10 +55,10 @@ struct Mark {
 };
 
 // Scans segment `id` from its start: calls on_frame(offset, frame) for every valid frame in order,
-// and on_damage(offset, end) for the bytes in between that hold no valid frame, or could not be
-// read (a run may come in pieces). Returns the file's size, or nullopt when it cannot be opened:
-// recovery then passes it by.
-using ScanSegment = absl::FunctionRef<std::optional<uint64_t>(
+// and on_damage(offset, end) for the bytes in between that hold no valid frame (a run may come in
+// pieces), each only for bytes it read. Returns the file's size, or the error that kept it from
+// reading the file whole.
+using ScanSegment = absl::FunctionRef<absl::StatusOr<uint64_t>(
     uint64_t id, absl::FunctionRef<void(uint64_t offset, const Frame& frame)> on_frame,
     absl::FunctionRef<void(uint64_t offset, uint64_t end)> on_damage)>;
 
@@ -88,10 +93,10 @@ struct Recovery {
   std::vector<Damage> damage;
 };
 
-// `state`: the state file's bytes (none for a new one), nullopt when it could not be read.
-// `ids`: every segment file's, ascending. `scan` reads segment files for Recover.
-Recovery Recover(std::optional<absl::string_view> state, absl::Span<const uint64_t> ids,
-                 ScanSegment scan);
+// `state`: the state file's bytes (none for a new one). `ids`: every segment file's, ascending.
+// `scan` reads segment files for Recover; the first error it returns is Recover's.
+absl::StatusOr<Recovery> Recover(absl::string_view state, absl::Span<const uint64_t> ids,
+                                 ScanSegment scan);
 
 }  // namespace shipper::queue::internal
 

@@ -36,18 +36,18 @@ std::string State(uint64_t delivered_seq) {
   return std::string(state, kStateBytes);
 }
 
-// A queue's directory in memory: each segment's bytes by id; nullopt for one that cannot be
-// opened.
-using Segments = std::map<uint64_t, std::optional<std::string>>;
+// A queue's directory in memory: each segment's bytes by id; an error for one that cannot be
+// read.
+using Segments = std::map<uint64_t, absl::StatusOr<std::string>>;
 
-// Recovers from `state` (nullopt: unreadable) and `segments`, scanning each whole.
-Recovery RecoverFrom(const std::optional<std::string>& state, const Segments& segments) {
+// Recovers from `state` and `segments`, scanning each whole.
+absl::StatusOr<Recovery> TryRecoverFrom(const std::string& state, const Segments& segments) {
   std::vector<uint64_t> ids;
   for (const auto& [id, bytes] : segments) ids.push_back(id);
-  return Recover(state ? std::make_optional<absl::string_view>(*state) : std::nullopt, ids,
-                 [&](uint64_t id, auto on_frame, auto on_damage) -> std::optional<uint64_t> {
-                   const std::optional<std::string>& bytes = segments.at(id);
-                   if (!bytes) return std::nullopt;
+  return Recover(state, ids,
+                 [&](uint64_t id, auto on_frame, auto on_damage) -> absl::StatusOr<uint64_t> {
+                   const absl::StatusOr<std::string>& bytes = segments.at(id);
+                   if (!bytes.ok()) return bytes.status();
                    ScanFrames(
                        *bytes, bytes->size(),
                        [&](size_t offset, const Frame& frame) {
@@ -57,6 +57,12 @@ Recovery RecoverFrom(const std::optional<std::string>& state, const Segments& se
                        [&](size_t offset, size_t end) { on_damage(offset, end); });
                    return bytes->size();
                  });
+}
+
+Recovery RecoverFrom(const std::string& state, const Segments& segments) {
+  absl::StatusOr<Recovery> r = TryRecoverFrom(state, segments);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *std::move(r) : Recovery();
 }
 
 TEST(DiskRecoveryTest, ANewDirectoryHoldsNothingAndGetsAState) {
@@ -169,25 +175,25 @@ TEST(DiskRecoveryTest, DamagedFrameMidSegmentCostsOnlyItself) {
 TEST(DiskRecoveryTest, DamageReportedInPiecesIsOneRun) {
   const std::string bytes = Frames(1, 3);
   const std::vector<uint64_t> ids = {1};
-  const Recovery r = Recover(State(0), ids, [&](uint64_t, auto on_frame, auto on_damage) {
-    on_damage(0, 10);  // a read that ended in the middle of the damage, and the next one
-    on_damage(10, kFrame);
-    Frame frame{2, 1000, absl::string_view(bytes).substr(kFrame + kFrameHeaderBytes, kPayload)};
-    on_frame(kFrame, frame);
-    return std::make_optional<uint64_t>(2 * kFrame);
-  });
-  ASSERT_EQ(r.damage.size(), 1);
-  EXPECT_EQ(r.damage[0].offset, 0);
-  EXPECT_EQ(r.damage[0].end, kFrame);
+  const absl::StatusOr<Recovery> r =
+      Recover(State(0), ids, [&](uint64_t, auto on_frame, auto on_damage) {
+        on_damage(0, 10);  // a read that ended in the middle of the damage, and the next one
+        on_damage(10, kFrame);
+        Frame frame{2, 1000, absl::string_view(bytes).substr(kFrame + kFrameHeaderBytes, kPayload)};
+        on_frame(kFrame, frame);
+        return absl::StatusOr<uint64_t>(2 * kFrame);
+      });
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->damage.size(), 1);
+  EXPECT_EQ(r->damage[0].offset, 0);
+  EXPECT_EQ(r->damage[0].end, kFrame);
 }
 
 TEST(DiskRecoveryTest, MissingOrDamagedStateDeliversEverythingAgain) {
   std::string damaged = State(5);
   damaged[9] ^= 0x5a;
-  for (const std::optional<std::string>& state :
-       {std::optional<std::string>(""), std::optional<std::string>(damaged),
-        std::optional<std::string>(State(5).substr(0, 7)), std::optional<std::string>()}) {
-    SCOPED_TRACE(state ? absl::StrFormat("%d bytes", state->size()) : "unreadable");
+  for (const std::string& state : {std::string(""), damaged, State(5).substr(0, 7)}) {
+    SCOPED_TRACE(absl::StrFormat("%d bytes", state.size()));
     const Recovery r = RecoverFrom(state, {{1, Frames(1, 5)}, {6, Frames(6, 10)}});
     EXPECT_TRUE(r.rewrite_state);
     EXPECT_TRUE(r.state_lost);
@@ -199,11 +205,12 @@ TEST(DiskRecoveryTest, MissingOrDamagedStateDeliversEverythingAgain) {
   }
 }
 
-TEST(DiskRecoveryTest, ASegmentThatCannotBeOpenedIsPassedBy) {
-  const Recovery r = RecoverFrom(State(5), {{1, Frames(1, 5)}, {6, std::nullopt}});
-  EXPECT_EQ(r.delete_ids, std::vector<uint64_t>{1});  // not 6: it may be readable next time
-  EXPECT_TRUE(r.segments.empty());
-  EXPECT_EQ(r.seq_base, 6);  // its name is taken all the same
+TEST(DiskRecoveryTest, ASegmentThatCannotBeReadStopsRecovery) {
+  // Passed by, its events would look delivered next time: 11 and on count from seq_base 10.
+  const absl::Status eio = absl::UnavailableError("read /q/6.seg: Input/output error");
+  const absl::StatusOr<Recovery> r =
+      TryRecoverFrom(State(5), {{1, Frames(1, 5)}, {6, eio}, {11, Frames(11, 15)}});
+  EXPECT_EQ(r.status(), eio);
 }
 
 TEST(DiskRecoveryTest, MarksKeepTheFirstIndexOfEachSecond) {
