@@ -933,7 +933,7 @@ void DiskQueueImpl::FinishRound(Round* round) {
       last_error_ = absl::OkStatus();
     }
   }
-  for (const Run& run : round->runs) run.producer->Ack(run.count);
+  for (const Run& run : round->runs) run.producer->Ack(run.count, round->last_index);
   *round = Round();
 }
 
@@ -984,10 +984,10 @@ void DiskQueueImpl::DropRound(Round* round) {
                "disk queue: closing with %llu events not written: they were never "
                "reported persisted",
                static_cast<unsigned long long>(round->last_index - synced_.load()));
-  for (const Run& run : round->runs) run.producer->Ack(run.count, false);
+  for (const Run& run : round->runs) run.producer->Ack(run.count, 0, false);
   *round = Round();
   internal::MutexLock lock(&publish_mu_);
-  for (const Run& run : pending_runs_) run.producer->Ack(run.count, false);
+  for (const Run& run : pending_runs_) run.producer->Ack(run.count, 0, false);
   pending_runs_.clear();
   pending_.clear();
 }

@@ -31,7 +31,7 @@ using testing::Payloads;
 TEST_F(DiskQueueTest, EventsArePersistedBySyncAndReadBack) {
   auto queue = Open();
   std::atomic<uint64_t> acked{0};
-  auto producer = queue->NewProducer([&](uint64_t n) { acked += n; });
+  auto producer = queue->NewProducer([&](uint64_t n, uint64_t) { acked += n; });
   PublishResult r = Publish(producer.get(), 0, 10);
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.accepted, 10);
@@ -270,7 +270,7 @@ TEST_F(DiskQueueTest, ConcurrentPublishersShareSyncs) {
   std::vector<std::unique_ptr<Producer>> producers;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
-    producers.push_back(queue->NewProducer([&](uint64_t n) { acked += n; }));
+    producers.push_back(queue->NewProducer([&](uint64_t n, uint64_t) { acked += n; }));
     threads.emplace_back([&, t, producer = producers.back().get()] {
       for (int i = 0; i < kPublishes; ++i) {
         auto r = Publish(producer, t * kPublishes + i, 1);
@@ -290,30 +290,56 @@ TEST_F(DiskQueueTest, ConcurrentPublishersShareSyncs) {
   EXPECT_EQ(TakeAll(queue.get()).size(), kThreads * kPublishes);
 }
 
+// After k of a producer's events are acknowledged, its first k events are persisted: the index the
+// callback is given covers the k-th, and it never goes back, across producers.
 TEST_F(DiskQueueTest, AcksArriveInPublishOrderPerProducer) {
   auto queue = Open();
-  std::vector<uint64_t> a_counts, b_counts;
+  struct Ack {
+    int producer;
+    uint64_t count;
+    uint64_t persisted_index;
+  };
+  std::vector<Ack> acks;  // in the order the callbacks ran
   std::mutex mu;
-  auto a = queue->NewProducer([&](uint64_t n) {
-    std::lock_guard<std::mutex> lock(mu);
-    a_counts.push_back(n);
-  });
-  auto b = queue->NewProducer([&](uint64_t n) {
-    std::lock_guard<std::mutex> lock(mu);
-    b_counts.push_back(n);
-  });
+  auto callback = [&](int producer) {
+    return [&, producer](uint64_t n, uint64_t persisted_index) {
+      std::lock_guard<std::mutex> lock(mu);
+      acks.push_back({producer, n, persisted_index});
+    };
+  };
+  std::unique_ptr<Producer> producers[2] = {queue->NewProducer(callback(0)),
+                                            queue->NewProducer(callback(1))};
+  std::vector<uint64_t> indexes[2];  // each producer's events' indexes, in publish order
   for (int i = 0; i < 20; ++i) {
-    Publish(a.get(), 2 * i, 1);
-    Publish(b.get(), 2 * i + 1, 2);
+    // Producer 1 publishes while producer 0's events may be in a sync, and the other way round.
+    for (int p = 0; p < 2; ++p) {
+      const uint64_t n = p + 1;
+      const PublishResult r = Publish(producers[p].get(), 3 * i + p, n);
+      ASSERT_EQ(r.accepted, n);
+      for (uint64_t k = n; k > 0; --k) indexes[p].push_back(r.last_index - k + 1);
+    }
   }
   queue->WaitPersisted(queue->published_index() - 1, In(absl::Seconds(10)));
   WaitFor([&] {
     std::lock_guard<std::mutex> lock(mu);
-    uint64_t sa = 0, sb = 0;
-    for (uint64_t c : a_counts) sa += c;
-    for (uint64_t c : b_counts) sb += c;
-    return sa == 20 && sb == 40;
+    uint64_t total = 0;
+    for (const Ack& ack : acks) total += ack.count;
+    return total == 60;
   });
+  std::lock_guard<std::mutex> lock(mu);
+  uint64_t acked[2] = {0, 0};
+  uint64_t last_index = 0;
+  for (const Ack& ack : acks) {
+    acked[ack.producer] += ack.count;
+    ASSERT_LE(acked[ack.producer], indexes[ack.producer].size());
+    EXPECT_LE(indexes[ack.producer][acked[ack.producer] - 1], ack.persisted_index)
+        << "producer " << ack.producer << "'s first " << acked[ack.producer] << " events";
+    EXPECT_GE(ack.persisted_index, last_index);
+    last_index = ack.persisted_index;
+  }
+  EXPECT_EQ(acked[0], 20);
+  EXPECT_EQ(acked[1], 40);
+  EXPECT_EQ(last_index, 60);
 }
 
 TEST_F(DiskQueueTest, CloseLetsConsumersDrain) {

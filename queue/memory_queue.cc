@@ -107,7 +107,7 @@ class MemoryQueueImpl final : public MemoryQueue {
   // Calls ACK callbacks and frees the slots of done events until none are left.
   // REQUIRES: no thread is acking (acking_ is false).
   void AckPersisted(internal::Wakeups* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
-  // Acknowledges and destroys the events in [from, to]; returns their bytes.
+  // Acknowledges and destroys the events in [from, to], all persisted; returns their bytes.
   // REQUIRES: the calling thread owns those slots (it set acking_).
   // With `report` false, destroys them without calling callbacks.
   size_t AckRange(uint64_t from, uint64_t to, bool report = true);
@@ -369,7 +369,7 @@ size_t MemoryQueueImpl::AckRange(uint64_t from, uint64_t to, bool report) {
     Event done = std::move(s.event);
   });
   add(producer, run);
-  for (const Acks& a : acks) a.producer->Ack(a.count, report);
+  for (const Acks& a : acks) a.producer->Ack(a.count, to, report);
   return bytes;
 }
 

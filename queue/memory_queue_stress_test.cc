@@ -68,7 +68,7 @@ TEST_P(QueueStressTest, EveryEventDeliveredAndAckedExactlyOnceInOrder) {
     logs.push_back(std::make_unique<ProducerLog>(per_producer));
     ProducerLog* log = logs.back().get();
     // Each count must cover exactly the next events of this producer, all already done.
-    producers.push_back(queue.NewProducer([log](uint64_t count) {
+    producers.push_back(queue.NewProducer([log](uint64_t count, uint64_t) {
       const uint64_t from = log->acked.load(std::memory_order_relaxed);
       if (count == 0 || from + count > log->done.size()) {
         log->ack_errors.fetch_add(1);

@@ -29,6 +29,7 @@ absl::Time In(absl::Duration d) { return absl::Now() + d; }
 struct AckLog {
   std::mutex mu;
   std::vector<uint64_t> counts;
+  std::vector<uint64_t> indexes;  // the persisted index each callback was given
   uint64_t total() {
     std::lock_guard<std::mutex> lock(mu);
     uint64_t sum = 0;
@@ -36,9 +37,10 @@ struct AckLog {
     return sum;
   }
   AckCallback Callback() {
-    return [this](uint64_t count) {
+    return [this](uint64_t count, uint64_t persisted_index) {
       std::lock_guard<std::mutex> lock(mu);
       counts.push_back(count);
+      indexes.push_back(persisted_index);
     };
   }
 };
@@ -361,7 +363,8 @@ TEST_P(QueueTest, PersistedIndexFollowsOutOfOrderDone) {
 }
 
 // Each callback reports the next `count` events of its producer: after every Done, a producer's
-// ACK total is exactly the number of its events with index <= persisted_index().
+// ACK total is exactly the number of its events with index <= persisted_index(), and the index
+// the callback was given covers them.
 TEST_P(QueueTest, AcksArriveInPublishOrderExactlyOnce) {
   auto queue = NewQueue(BaseOptions());
   AckLog logs[3];
@@ -395,6 +398,20 @@ TEST_P(QueueTest, AcksArriveInPublishOrderExactlyOnce) {
   }
   EXPECT_EQ(queue->persisted_index(), publisher_of.size() - 1);
   EXPECT_EQ(owner_.released(), publisher_of.size() - 1);
+  for (int i = 0; i < 3; ++i) {
+    std::vector<uint64_t> mine;  // producer i's indexes, in publish order
+    for (uint64_t idx = 1; idx < publisher_of.size(); ++idx) {
+      if (publisher_of[idx] == i) mine.push_back(idx);
+    }
+    uint64_t acked = 0, last_index = 0;
+    for (size_t j = 0; j < logs[i].counts.size(); ++j) {
+      acked += logs[i].counts[j];
+      EXPECT_LE(mine[acked - 1], logs[i].indexes[j]) << "producer " << i << ", callback " << j;
+      EXPECT_GE(logs[i].indexes[j], last_index);
+      last_index = logs[i].indexes[j];
+    }
+    EXPECT_EQ(acked, mine.size());
+  }
 }
 
 TEST_P(QueueTest, DestroyedProducerGetsNoCallbacksButItsEventsAreFreed) {

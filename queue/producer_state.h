@@ -25,13 +25,14 @@ class ProducerState {
  public:
   explicit ProducerState(AckCallback on_ack) : on_ack_(std::move(on_ack)) {}
 
-  // Reports `count` more persisted events (unless `report` is false: the queue is going away).
-  // Deletes the state when its handle is gone and this was its last event.
-  void Ack(uint64_t count, bool report = true) {
+  // Reports `count` more events persisted, up to `persisted_index` (unless `report` is false:
+  // the queue is going away). Deletes the state when its handle is gone and this was its last
+  // event.
+  void Ack(uint64_t count, uint64_t persisted_index, bool report = true) {
     bool last;
     {
       MutexLock lock(&ack_mu_);
-      if (report && on_ack_) on_ack_(count);
+      if (report && on_ack_) on_ack_(count, persisted_index);
       acked_ += count;
       last = handle_gone_ && acked_ == published_total_;
     }

@@ -113,7 +113,7 @@ Run QueueRun(bool buffered, int producers, bool batch, uint64_t total) {
   std::vector<std::unique_ptr<Producer>> handles;
   for (int p = 0; p < producers; ++p) {
     Acked* a = &acked[p];
-    handles.push_back(queue->NewProducer([a](uint64_t count) {
+    handles.push_back(queue->NewProducer([a](uint64_t count, uint64_t) {
       a->n.store(a->n.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
     }));
   }

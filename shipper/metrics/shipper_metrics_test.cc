@@ -36,7 +36,7 @@ class ShipperMetricsTest : public ::testing::Test {
     ASSERT_TRUE(queue.ok()) << queue.status();
     queue_ = *std::move(queue);
     producer_ = queue_->NewProducer(
-        [this](uint64_t) { ShipperMetrics::Get().Persisted(queue_->persisted_index()); });
+        [](uint64_t, uint64_t persisted) { ShipperMetrics::Get().Persisted(persisted); });
     sources_.queue = queue_.get();
     sources_.queue_max_events = options.max_events;
     sources_.queue_max_bytes = options.max_bytes;

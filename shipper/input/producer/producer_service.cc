@@ -13,15 +13,14 @@ ProducerService::ProducerService(queue::Queue* queue, runtime::MemoryBudget* bud
     : queue_(queue),
       streams_(uuid),
       publish_(queue, budget, uuid, limits, max_receive_memory,
-               [this](uint64_t) { OnPersisted(); }) {}
+               [this](uint64_t, uint64_t persisted) { OnPersisted(persisted); }) {}
 
 void ProducerService::RegisterWith(grpc::ServerBuilder* builder) {
   builder->RegisterService(this);
   publish_.RegisterWith(builder);
 }
 
-void ProducerService::OnPersisted() {
-  const uint64_t persisted = queue_->persisted_index();
+void ProducerService::OnPersisted(uint64_t persisted) {
   metrics::ShipperMetrics::Get().Persisted(persisted);
   streams_.Persisted(persisted);
 }

@@ -52,8 +52,9 @@ class ProducerService final
       const elastic::agent::shipper::v1::messages::PersistedIndexRequest* request) override;
 
  private:
-  // The queue's ACK callback: more of the published events are persisted.
-  void OnPersisted();
+  // The queue's ACK callback: more of the published events are persisted, every event up to
+  // `persisted` among them.
+  void OnPersisted(uint64_t persisted);
 
   queue::Queue* const queue_;
   // Before publish_: its producer's ACK callback reaches the streams until it is destroyed.
