@@ -1,6 +1,7 @@
 // The disk queue on a failing disk: I/O errors injected at each call it makes (FaultyDiskIo).
 // At start it retries, or refuses naming the file, and never cuts, deletes or passes by what it
 // could not read; at run time the writer keeps its buffer, reports the error and retries.
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -59,8 +60,8 @@ TEST_F(DiskFaultsTest, ALastingReadErrorAtStartRefusesNamingTheFileAndChangesNot
   const std::map<std::string, std::string> before = Snapshot(dir_);
   // The last segment, whose unread bytes looked like a torn tail to cut; a middle one, whose
   // frames were all unreadable, so that it looked like one to delete; the state file.
-  for (const std::string file : {Segments().back().filename().string(),
-                                 Segments()[1].filename().string(), std::string("state")}) {
+  for (const std::string& file : {Segments().back().filename().string(),
+                                  Segments()[1].filename().string(), std::string("state")}) {
     for (DiskFault fault : {DiskFault::kEio, DiskFault::kEndOfFile}) {
       SCOPED_TRACE(file + (fault == DiskFault::kEio ? ": EIO" : ": a read that ends early"));
       io_.Fail(DiskCall::kRead, fault, file);
@@ -108,6 +109,122 @@ TEST_F(DiskFaultsTest, ErrorsThatPassAtStartAreRetriedAndCostNothing) {
   EXPECT_GE(io_.failures(DiskCall::kRead), 5 + 4);
   EXPECT_EQ(TakeAll(queue.get()), Payloads(5, 55)) << "the state was read too";
   EXPECT_EQ(queue->disk_stats().damaged_frames, 0);
+}
+
+// Each call the writer makes, failing for a while: what was accepted waits in the buffer (not
+// persisted, not acknowledged), the error shows in DiskStats, and once the call works again every
+// event is persisted and written whole.
+TEST_F(DiskFaultsTest, TheWriterKeepsItsBufferReportsTheErrorAndRetries) {
+  struct Case {
+    const char* name;
+    DiskCall call;
+    DiskFault fault;
+    const char* file;  // a part of its path
+    absl::StatusCode code;
+  };
+  const std::string dir = fs::path(dir_).filename();
+  for (const Case& c : {
+           Case{"write EIO", DiskCall::kWrite, DiskFault::kEio, ".seg",
+                absl::StatusCode::kUnavailable},
+           Case{"write ENOSPC", DiskCall::kWrite, DiskFault::kEnospc, ".seg",
+                absl::StatusCode::kResourceExhausted},
+           Case{"torn write", DiskCall::kWrite, DiskFault::kShortWrite, ".seg",
+                absl::StatusCode::kResourceExhausted},
+           Case{"sync EIO", DiskCall::kSync, DiskFault::kEio, ".seg",
+                absl::StatusCode::kUnavailable},
+           Case{"new segment", DiskCall::kOpen, DiskFault::kEio, ".seg",
+                absl::StatusCode::kUnavailable},
+           Case{"directory sync", DiskCall::kSync, DiskFault::kEnospc, dir.c_str(),
+                absl::StatusCode::kResourceExhausted},
+       }) {
+    SCOPED_TRACE(c.name);
+    fs::remove_all(dir_);
+    options_.buffer_size = 8 << 10;  // 36 events
+    {
+      auto queue = Open();
+      std::atomic<uint64_t> acked{0};
+      auto producer = queue->NewProducer([&](uint64_t n, uint64_t) { acked += n; });
+      ASSERT_TRUE(Publish(producer.get(), 0, 20).status.ok());  // the first segment and a bit
+      ASSERT_EQ(queue->WaitPersisted(19, In(absl::Seconds(10))), 20);
+      const int writes = io_.calls(DiskCall::kWrite);
+
+      io_.Fail(c.call, c.fault, c.file);
+      uint64_t accepted = 20;
+      PublishResult r;
+      const absl::Time deadline = In(absl::Seconds(10));
+      while (r.status.ok() && absl::Now() < deadline) {
+        r = TryPublish(producer.get(), accepted, 5);
+        accepted += r.accepted;
+        if (r.status.ok()) absl::SleepFor(absl::Milliseconds(1));
+      }
+      // Full: the buffer is not given up while the disk fails.
+      EXPECT_EQ(r.status.code(), absl::StatusCode::kResourceExhausted) << r.status;
+      EXPECT_GT(accepted, 40);
+      WaitFor([&] { return !queue->disk_stats().last_error.ok(); });
+      const absl::Status error = queue->disk_stats().last_error;
+      EXPECT_EQ(error.code(), c.code) << error;
+      EXPECT_NE(error.message().find(c.file), std::string::npos) << error;
+      // Kept, not persisted: all past the first 20, or, when only a new segment cannot be
+      // created, those bound for it.
+      const uint64_t stuck = queue->persisted_index();
+      EXPECT_LT(stuck, accepted);
+      if (c.call != DiskCall::kOpen) EXPECT_EQ(stuck, 20);
+      WaitFor([&] { return acked.load() == stuck; });
+
+      io_.Heal();
+      EXPECT_EQ(queue->WaitPersisted(accepted - 1, In(absl::Seconds(10))), accepted);
+      WaitFor([&] { return acked.load() == accepted; });
+      EXPECT_TRUE(queue->disk_stats().last_error.ok()) << queue->disk_stats().last_error;
+      // A failed sync may have lost the written pages: they were written again.
+      EXPECT_GT(io_.calls(DiskCall::kWrite), writes + 1);
+      const uint64_t more = accepted;
+      ASSERT_TRUE(Publish(producer.get(), more, 5).status.ok());
+      accepted += 5;
+      EXPECT_EQ(queue->WaitPersisted(accepted - 1, In(absl::Seconds(10))), accepted);
+    }
+    // From the files: every event, each whole.
+    auto queue = Open();
+    EXPECT_EQ(TakeAll(queue.get()), Payloads(0, queue->published_index()));
+    EXPECT_GT(queue->published_index(), 40);
+    EXPECT_EQ(queue->disk_stats().damaged_frames, 0);
+  }
+}
+
+// Reads that fail or end early are tried again, never taken for damage: the events come once
+// the disk reads again.
+TEST_F(DiskFaultsTest, TheReaderRetriesWhatItCouldNotRead) {
+  options_.buffer_size = 4 << 10;  // most events are read back from the segments
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  ASSERT_TRUE(Publish(producer.get(), 0, 100).status.ok());
+  ASSERT_EQ(queue->WaitPersisted(99, In(absl::Seconds(10))), 100);
+  for (DiskFault fault : {DiskFault::kEio, DiskFault::kEndOfFile}) {
+    io_.Fail(DiskCall::kRead, fault, ".seg");
+    EXPECT_TRUE(queue->Get(100, In(absl::Milliseconds(100))).empty());
+    io_.Heal();
+  }
+  io_.Fail(DiskCall::kRead, DiskFault::kShortRead);  // every read returns half: read on
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 100));
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 0);
+}
+
+// A delivered segment that cannot be deleted stays behind, costing nothing: the next start
+// deletes it and delivers nothing again.
+TEST_F(DiskFaultsTest, ASegmentThatCannotBeDeletedIsDeletedByTheNextStart) {
+  {
+    auto queue = Open();
+    auto producer = queue->NewProducer(nullptr);
+    ASSERT_TRUE(Publish(producer.get(), 0, 60).status.ok());
+    queue->WaitPersisted(59, In(absl::Seconds(10)));
+    io_.Fail(DiskCall::kRemove, DiskFault::kEio);
+    EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 60));
+    WaitFor([&] { return io_.failures(DiskCall::kRemove) >= 3; });
+  }
+  EXPECT_EQ(Segments().size(), 4);
+  io_.Heal();
+  auto queue = Open();
+  EXPECT_EQ(Segments().size(), 0);
+  EXPECT_TRUE(TakeAll(queue.get()).empty());
 }
 
 }  // namespace
