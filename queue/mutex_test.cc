@@ -1,5 +1,6 @@
 #include "queue/mutex.h"
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -29,21 +30,30 @@ TEST(MutexTest, ExcludesUnderContention) {
 TEST(CondVarTest, SignalWakesAWaiterWhoDoesNotRetakeTheMutex) {
   Mutex mu;
   CondVar cv;
-  bool ready = false;  // guarded by mu
+  bool waiting = false;  // guarded by mu
+  std::atomic<bool> woke{false};
   std::thread waiter([&] {
     mu.Lock();
-    while (!ready) {
-      cv.WaitAndUnlock(&mu, absl::InfiniteFuture());
-      mu.Lock();
-    }
-    mu.Unlock();
+    waiting = true;
+    // Reads the sequence number under mu: a Signal once mu is released again wakes it.
+    cv.WaitAndUnlock(&mu, absl::Now() + absl::Seconds(10));
+    woke.store(true);
   });
-  absl::SleepFor(absl::Milliseconds(5));
-  mu.Lock();
-  ready = true;
-  mu.Unlock();
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  for (;;) {
+    mu.Lock();
+    if (waiting) break;
+    mu.Unlock();
+    absl::SleepFor(absl::Microseconds(100));
+  }
+  // Signalled while this thread holds mu: the waiter returns all the same, without it.
   cv.Signal();
+  while (!woke.load() && absl::Now() < deadline) absl::SleepFor(absl::Microseconds(100));
+  const absl::Duration left = deadline - absl::Now();
+  mu.Unlock();
   waiter.join();
+  EXPECT_TRUE(woke.load());
+  EXPECT_GT(left, absl::ZeroDuration()) << "woken by the deadline, not the signal";
 }
 
 TEST(CondVarTest, SignalBetweenCheckAndSleepIsNotLost) {

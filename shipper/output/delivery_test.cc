@@ -230,13 +230,17 @@ TEST(DeliveryTest, AFinishThatFailsIsRetriedAsAWholeWrite) {
 TEST(DeliveryTest, GivingUpAbandonsAFailingBatchWithoutReportingIt) {
   QueuedEvents events(TestEvents(5));
   std::deque<Step> failures(1000, Step{absl::UnavailableError("down"), {}});
+  auto output = std::make_unique<ScriptedOutput>(std::move(failures));
+  ScriptedOutput* script = output.get();
   Delivery::Options options = FastOptions();
   options.backoff_init = options.backoff_max = absl::Milliseconds(50);
-  Delivery delivery(&events.queue(), std::make_unique<ScriptedOutput>(std::move(failures)),
-                    *DeadLetters::Open(""), options);
+  Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), options);
   runtime::WorkerPool pool("deliver", 1,
                            [&](const runtime::WorkerPool::Worker&) { delivery.Run(); });
-  absl::SleepFor(absl::Milliseconds(200));
+  // Failing and retrying: written, refused, written again.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (script->calls() < 2 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_GE(script->calls(), 2);
   events.queue().Close();
   EXPECT_EQ(events.queue().Drain(absl::Now() + absl::Milliseconds(100)), 5u);
   delivery.GiveUp();
