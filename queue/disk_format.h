@@ -10,6 +10,12 @@
 //       12     4  time   unix seconds when the event was published (the oldest event's age)
 //       16     8  seq    the event's sequence number: ascends by one, across restarts too
 //
+// A frame's length is trusted only up to the largest event the queue expects (`max_payload`): a
+// damaged length could otherwise claim up to the rest of the segment, which a reader would have to
+// read whole before it could tell. A longer frame is checked piece by piece (FrameCheck) before
+// anything of it is kept. Lengths of any size are checksummed whole (no int overflow), so segments
+// may be of any size.
+//
 // The state file is 16 bytes, rewritten in place: magic kStateMagic, CRC32C of bytes 8..16, and the
 // highest sequence number up to which every event was delivered. A torn or damaged state is told by
 // its checksum. Integers are little-endian, the byte order of every host Shipper builds for
@@ -37,23 +43,56 @@ struct Frame {
   absl::string_view payload;
 };
 
+// What a frame's header says.
+struct FrameHeader {
+  uint32_t crc;
+  uint32_t len;
+  uint32_t time;
+  uint64_t seq;
+};
+
+// REQUIRES: header.size() >= kFrameHeaderBytes.
+FrameHeader DecodeFrameHeader(absl::string_view header);
+
+// Checks the checksum of a frame fed in pieces, for a frame too long to hold at once.
+class FrameCheck {
+ public:
+  // REQUIRES: header.size() >= kFrameHeaderBytes.
+  explicit FrameCheck(absl::string_view header);
+  // The next bytes of the payload.
+  void Add(absl::string_view payload);
+  // Whether the checksum holds. REQUIRES: all of the payload was added.
+  bool Holds() const;
+
+ private:
+  uint32_t want_;
+  uint32_t crc_;
+};
+
 // Writes a frame header with a zero checksum to `out`: SealFrames fills it in later, so that
 // publishers only copy bytes under their mutex.
 void EncodeFrameHeader(char* out, uint32_t len, uint32_t time, uint64_t seq);
 // Fills the checksum of every frame in `frames`: whole encoded frames, back to back.
 void SealFrames(char* frames, size_t size);
 
+struct Scanned {
+  size_t offset;   // where the scan stopped
+  bool oversized;  // there: a header whose length passes max_payload
+};
+
 // Scans the frames in `data`, which holds the next data.size() of `file_left` bytes left in the
 // file. Calls on_frame(offset, frame) for each valid frame in order; when it returns false the scan
 // stops before that frame. Calls on_damage(offset, end) for bytes that are no valid frame: a valid
 // frame resumes at `end` (or the data ends there), found by looking for the next magic whose header
-// and checksum hold. Returns the offset where the scan stopped: data.size(), a frame on_frame
-// refused, or a frame (or a resync) that needs bytes past data.size(); the caller reads on from
-// there. Bytes that are no frame up to the file's end are reported as damage: whether that is a
-// torn tail the caller knows.
-size_t ScanFrames(absl::string_view data, uint64_t file_left,
-                  absl::FunctionRef<bool(size_t offset, const Frame& frame)> on_frame,
-                  absl::FunctionRef<void(size_t offset, size_t end)> on_damage);
+// and checksum hold. Returns where the scan stopped: data.size(), a frame on_frame refused, a frame
+// (or a resync) that needs bytes past data.size(), which the caller reads on from, or an oversized
+// frame header (a length past max_payload, within the file), which the caller checks with
+// FrameCheck or takes for a damaged byte. Never needs more than kFrameHeaderBytes + max_payload
+// bytes at once. Bytes that are no frame up to the file's end are reported as damage: whether that
+// is a torn tail the caller knows.
+Scanned ScanFrames(absl::string_view data, uint64_t file_left, uint32_t max_payload,
+                   absl::FunctionRef<bool(size_t offset, const Frame& frame)> on_frame,
+                   absl::FunctionRef<void(size_t offset, size_t end)> on_damage);
 
 void EncodeState(char* out, uint64_t delivered_seq);
 // The delivered sequence number, or nullopt if `data` is no valid state.

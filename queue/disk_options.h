@@ -33,6 +33,11 @@ struct DiskOptions {
   // to read without a copy) and an emptied one for reuse; batches being delivered also keep the
   // buffer they were read from. 4 MiB syncs at what this machine's disk allows (BENCHMARKS.md).
   uint64_t buffer_size = 0;
+  // Not a key: the largest event the inputs hand the queue, set by the config (the largest of
+  // what the enabled inputs accept). The queue trusts a frame's length only up to this, or up to
+  // the longest event it was given or recovered: a longer length is checked piece by piece, so
+  // that a damaged one claims no more memory than a real event could.
+  uint32_t max_event_bytes = 64 << 20;
   // The event loop and wait strategy, as MemoryOptions (shipper.queue.disk.flush.*,
   // ...wait_strategy).
   size_t flush_min_events = 1;

@@ -93,6 +93,18 @@ std::optional<uint64_t> SegmentId(absl::string_view name) {
   return id;
 }
 
+// Reads `size` bytes at `offset`, all of them: fewer than the file's size promised is an error.
+absl::Status ReadExactly(DiskFile& file, uint64_t offset, size_t size, char* out) {
+  absl::StatusOr<size_t> got = ReadFully(file, offset, size, out);
+  if (!got.ok()) return got.status();
+  if (*got < size) {
+    return absl::UnavailableError(
+        absl::StrFormat("read %s: %d of %d bytes at offset %d: the file ended before its size",
+                        file.name(), *got, size, offset));
+  }
+  return absl::OkStatus();
+}
+
 void LogDamage(const std::string& file, uint64_t offset, uint64_t end) {
   ABSL_RAW_LOG(ERROR, "disk queue: %s: damaged frame at offset %llu, %llu bytes stepped over",
                file.c_str(), static_cast<unsigned long long>(offset),
@@ -142,6 +154,8 @@ class ReadBatch final : public EventOwner {
     buffers_.emplace_back(new char[size]);
     return buffers_.back().get();
   }
+  // Frees the last buffer: nothing in it was kept.
+  void DropBuffer() { buffers_.pop_back(); }
   // The frames of `chunk` from `offset` in its segment on, kept as long as the batch.
   absl::string_view Keep(std::shared_ptr<const Chunk> chunk, uint64_t offset) {
     absl::string_view frames = absl::string_view(chunk->frames).substr(offset - chunk->offset);
@@ -280,6 +294,9 @@ class DiskQueueImpl final : public DiskQueue {
   std::atomic<uint64_t> disk_bytes_;     // in segment files, or taken by the writer for them
   std::atomic<uint64_t> room_epoch_{0};  // bumped whenever room may have appeared
   std::atomic<int64_t> first_unread_ns_{0};
+  // The longest frame payload the reader trusts: options.max_event_bytes, or the longest event
+  // recovered or accepted.
+  std::atomic<uint32_t> max_payload_;
   std::atomic<int> blocked_producers_{0};
   std::atomic<bool> closed_{false};
   bool stop_ ABSL_GUARDED_BY(publish_mu_) = false;
@@ -359,6 +376,7 @@ DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, std::unique_ptr<DiskFil
       dir_(std::move(dir)),
       state_(std::move(state)),
       published_(recovered.last_index),
+      max_payload_(std::max(options.max_event_bytes, recovered.max_payload)),
       synced_(recovered.last_index),
       disk_bytes_(recovered.bytes),
       marks_(std::move(recovered.marks)),
@@ -413,6 +431,9 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
         break;
       }
       if (pending_bytes_ + frame > buffer_size_) break;
+    }
+    if (events[n].bytes() > max_payload_.load(std::memory_order_relaxed)) {
+      max_payload_.store(events[n].bytes(), std::memory_order_relaxed);
     }
     const uint64_t index = published + 1 + n;
     if (tail_segment_ == 0 || (tail_bytes_ > 0 && tail_bytes_ + frame > segment_size_)) {
@@ -572,6 +593,7 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
   size_t count = 0;
   uint64_t scanned_bytes = 0;
   size_t read_bytes = std::max(kMinRead, std::min(kMaxRead, want * frame_bytes_estimate_));
+  const uint32_t max_payload = max_payload_.load(std::memory_order_relaxed);
   while (count < want && next <= synced) {
     std::optional<Segment> segment = FindSegment(cursor_segment_);
     if (!segment) break;  // cannot happen: synced events are in listed segments
@@ -602,22 +624,32 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
     const uint64_t file_left = segment->bytes - cursor_offset_;
     if (batch == nullptr) batch = new ReadBatch(want);
     absl::string_view data;
+    bool read = false;  // into a buffer of its own, not in a written chunk
     if (std::shared_ptr<const Chunk> written = WrittenAt(segment->id, cursor_offset_)) {
       data = batch->Keep(std::move(written), cursor_offset_);
     } else {
+      read = true;
       const size_t chunk = std::min<uint64_t>(read_bytes, file_left);
       char* buffer = batch->NewBuffer(chunk);
-      absl::StatusOr<size_t> got = ReadFully(*cursor_file_, cursor_offset_, chunk, buffer);
-      if (!got.ok() || *got < chunk) {
-        *error = got.ok() ? absl::DataLossError("short read of " + file) : got.status();
+      if (absl::Status status = ReadExactly(*cursor_file_, cursor_offset_, chunk, buffer);
+          !status.ok()) {
+        batch->DropBuffer();
+        *error = status;
         break;
       }
       data = absl::string_view(buffer, chunk);
     }
     bool gap = false;
     const uint64_t base = cursor_offset_;
-    const size_t scanned = internal::ScanFrames(
-        data, file_left,
+    auto on_damage = [&](size_t offset, size_t end) {
+      get_mu_.AssertHeld();  // ReadEvents' caller holds it
+      if (base + offset >= segment->damage_known && base + offset != read_damage_end_) {
+        ReportDamage(file, base + offset, base + end);
+      }
+      read_damage_end_ = base + end;
+    };
+    internal::Scanned scanned = internal::ScanFrames(
+        data, file_left, max_payload,
         [&](size_t, const Frame& frame) {
           get_mu_.AssertHeld();  // ReadEvents' caller holds it
           const uint64_t index = frame.seq - seq_base_;
@@ -637,17 +669,21 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
           ++count;
           return true;
         },
-        [&](size_t offset, size_t end) {
-          get_mu_.AssertHeld();  // ReadEvents' caller holds it
-          if (base + offset >= segment->damage_known && base + offset != read_damage_end_) {
-            ReportDamage(file, base + offset, base + end);
-          }
-          read_damage_end_ = base + end;
-        });
-    cursor_offset_ += scanned;
-    scanned_bytes += scanned;
-    // A frame larger than the read: read it whole next time.
-    if (scanned == 0) read_bytes = data.size() * 2;
+        on_damage);
+    if (scanned.oversized) {
+      // Longer than any event this queue was given or recovered: a damaged length. Its first
+      // byte is damage, and the scan resumes after it.
+      on_damage(scanned.offset, scanned.offset + 1);
+      ++scanned.offset;
+    }
+    cursor_offset_ += scanned.offset;
+    scanned_bytes += scanned.offset;
+    if (scanned.offset == 0 && read) {
+      // A frame larger than the read, at most kFrameHeaderBytes + max_payload: read it whole
+      // next time, into a buffer of its own.
+      batch->DropBuffer();
+      read_bytes = std::min<uint64_t>(data.size() * 2, kFrameHeaderBytes + uint64_t{max_payload});
+    }
     if (gap) break;
   }
   read_.store(next - 1, std::memory_order_release);
@@ -1081,22 +1117,29 @@ auto Retried(Attempt attempt) -> decltype(attempt()) {
   }
 }
 
-// Reads `size` bytes at `offset`, all of them: fewer than the file's size promised is an error.
-absl::Status ReadExactly(DiskFile& file, uint64_t offset, size_t size, char* out) {
-  absl::StatusOr<size_t> got = ReadFully(file, offset, size, out);
-  if (!got.ok()) return got.status();
-  if (*got < size) {
-    return absl::UnavailableError(
-        absl::StrFormat("read %s: %d of %d bytes at offset %d: the file ended before its size",
-                        file.name(), *got, size, offset));
+// Whether the frame at `offset` of `file`, whose header is `header`, is valid: its payload read
+// kScanChunk at a time, for one longer than what the reader trusts (its length may be damaged).
+absl::StatusOr<bool> CheckLongFrame(DiskFile& file, uint64_t offset, absl::string_view header) {
+  internal::FrameCheck check(header);
+  const uint64_t end = offset + kFrameHeaderBytes + internal::DecodeFrameHeader(header).len;
+  std::string piece;
+  for (uint64_t at = offset + kFrameHeaderBytes; at < end; at += piece.size()) {
+    piece.resize(std::min<uint64_t>(kScanChunk, end - at));
+    const absl::Status read =
+        Retried([&] { return ReadExactly(file, at, piece.size(), piece.data()); });
+    if (!read.ok()) return read;
+    check.Add(piece);
   }
-  return absl::OkStatus();
+  return check.Holds();
 }
 
-// Recovery's scan of one segment (internal::ScanSegment), kScanChunk at a time.
+// Recovery's scan of one segment (internal::ScanSegment), kScanChunk at a time, or a frame of up
+// to kFrameHeaderBytes + *max_payload. A longer frame is checked piece by piece; if it holds, it
+// is a real event (published when the inputs accepted larger ones) and *max_payload grows to it,
+// else its header is damage.
 absl::StatusOr<uint64_t> ScanSegmentFile(
-    DiskIo* io, const std::string& name,
-    absl::FunctionRef<void(uint64_t offset, const Frame& frame)> on_frame,
+    DiskIo* io, const std::string& name, uint32_t* max_payload,
+    absl::FunctionRef<void(uint64_t offset, const internal::FrameHeader& header)> on_frame,
     absl::FunctionRef<void(uint64_t offset, uint64_t end)> on_damage) {
   absl::StatusOr<std::unique_ptr<DiskFile>> file =
       Retried([&] { return io->Open(name, OpenMode::kRead); });
@@ -1110,15 +1153,40 @@ absl::StatusOr<uint64_t> ScanSegmentFile(
     const absl::Status read =
         Retried([&] { return ReadExactly(**file, offset, buffer.size(), buffer.data()); });
     if (!read.ok()) return read;
-    const size_t scanned = internal::ScanFrames(
-        buffer, *size - offset,
+    const internal::Scanned scanned = internal::ScanFrames(
+        buffer, *size - offset, *max_payload,
         [&](size_t at, const Frame& frame) {
-          on_frame(offset + at, frame);
+          on_frame(offset + at,
+                   {0, static_cast<uint32_t>(frame.payload.size()), frame.time, frame.seq});
           return true;
         },
         [&](size_t at, size_t end) { on_damage(offset + at, offset + end); });
-    chunk = scanned == 0 ? chunk * 2 : kScanChunk;
-    offset += scanned;
+    offset += scanned.offset;
+    if (scanned.oversized) {
+      const absl::string_view header(buffer.data() + scanned.offset, kFrameHeaderBytes);
+      const absl::StatusOr<bool> holds = CheckLongFrame(**file, offset, header);
+      if (!holds.ok()) return holds.status();
+      const internal::FrameHeader frame = internal::DecodeFrameHeader(header);
+      if (*holds) {
+        ABSL_RAW_LOG(WARNING,
+                     "disk queue: %s holds an event of %u bytes at offset %llu, more than the "
+                     "largest the inputs accept now (%u): it is delivered all the same",
+                     name.c_str(), frame.len, static_cast<unsigned long long>(offset),
+                     *max_payload);
+        *max_payload = frame.len;
+        on_frame(offset, frame);
+        offset += kFrameHeaderBytes + frame.len;
+      } else {
+        on_damage(offset, offset + 1);  // a damaged length: the scan resumes after its byte
+        ++offset;
+      }
+      chunk = kScanChunk;
+      continue;
+    }
+    // A frame larger than the read: read it whole next time (no more than it can need).
+    chunk = scanned.offset == 0 ? std::min<uint64_t>(uint64_t{chunk} * 2,
+                                                     kFrameHeaderBytes + uint64_t{*max_payload})
+                                : kScanChunk;
   }
   return *size;
 }
@@ -1150,9 +1218,10 @@ absl::StatusOr<internal::Recovery> Recover(const DiskOptions& options, DiskFile&
   absl::StatusOr<std::vector<uint64_t>> ids =
       Retried([&] { return ListSegments(io, options.path); });
   if (!ids.ok()) return ids.status();
+  uint32_t max_payload = options.max_event_bytes;
   absl::StatusOr<internal::Recovery> recovered =
       internal::Recover(*state, *ids, [&](uint64_t id, auto on_frame, auto on_damage) {
-        return ScanSegmentFile(io, path(SegmentName(id)), on_frame, on_damage);
+        return ScanSegmentFile(io, path(SegmentName(id)), &max_payload, on_frame, on_damage);
       });
   if (!recovered.ok()) return refused(recovered.status());
   internal::Recovery& r = *recovered;

@@ -18,13 +18,15 @@
 // Restart. Create recovers from the files: it scans every segment, skips what the state file says
 // was delivered, cuts a torn frame at the end of the last segment (a crash mid-write), and steps
 // over a damaged frame anywhere else to the next frame whose checksum holds, which costs that frame
-// only; damage is logged with file and offset and counted (DiskStats). A missing or damaged state
-// file is rebuilt from the segments: their events are all delivered again. Nothing the files hold
-// can stop Create or the queue, but what cannot be read does: Create reads a file again after an
-// error, a few times, then refuses with an error naming it and changes nothing, since cutting,
-// deleting or passing by what it could not read would lose events (disk_recovery.h). Recovered
-// events get indexes 1..N of the new process and count as persisted; their producers are gone, so
-// they are acknowledged to nobody.
+// only; damage is logged with file and offset and counted (DiskStats). A frame's length is trusted
+// up to DiskOptions::max_event_bytes (or the longest event the queue was given or found), and a
+// longer one is checked in pieces, so a damaged length holds no more memory than an event could. A
+// missing or damaged state file is rebuilt from the segments: their events are all delivered again.
+// Nothing the files hold can stop Create or the queue, but what cannot be read does: Create reads a
+// file again after an error, a few times, then refuses with an error naming it and changes nothing,
+// since cutting, deleting or passing by what it could not read would lose events (disk_recovery.h).
+// Recovered events get indexes 1..N of the new process and count as persisted; their producers are
+// gone, so they are acknowledged to nobody.
 //
 // Uuid. The process should take a new uuid on every start, as it does with the memory queue: events
 // accepted but not yet synced when it died are lost from the files, and only a new uuid makes every

@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "queue/disk_queue_test_util.h"
+#include "queue/faulty_disk_io.h"
 
 namespace shipper::queue {
 namespace {
@@ -184,6 +185,72 @@ TEST_F(DiskQueueTest, DamagedHeaderInAnEarlierSegmentCostsOnlyItsFrame) {
   EXPECT_EQ(events.size(), 59);
   EXPECT_EQ(events.back(), Payload(59));
   EXPECT_EQ(queue->disk_stats().damaged_frames, 1);
+}
+
+// Writes `len` as the length of the frame at `offset` of `file`.
+void DamageLength(const fs::path& file, uint64_t offset, uint32_t len) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(offset + 8);
+  f.write(reinterpret_cast<const char*>(&len), sizeof(len));
+}
+
+// A damaged length claimed up to the rest of the segment: recovery read on, doubling its reads,
+// until it held all it claimed. Past max_event_bytes it is checked in pieces of 4 MiB.
+TEST_F(DiskQueueTest, ADamagedLengthAtRecoveryClaimsNoMoreThanAnEventCould) {
+  options_.max_size = 256 << 20;
+  options_.segment_size = 64 << 20;
+  options_.max_event_bytes = 1024;
+  PublishAndClose(100);
+  ASSERT_EQ(Segments().size(), 1);
+  const fs::path segment = Segments().front();
+  DamageLength(segment, 2 * kFrame, 50 << 20);
+  fs::resize_file(segment, 64 << 20);  // zeros past the frames, as in a preallocated file
+  testing::FaultyDiskIo io;
+  options_.io = &io;
+  auto queue = Open();
+  EXPECT_LE(io.largest_read(), 4 << 20);
+  std::vector<std::string> want = Payloads(0, 100);
+  want.erase(want.begin() + 2);
+  EXPECT_EQ(TakeAll(queue.get()), want);
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 1);
+}
+
+// The same for a consumer's reads, which also kept every buffer they had doubled through.
+TEST_F(DiskQueueTest, ADamagedLengthAtReadClaimsNoMoreThanAnEventCould) {
+  options_.max_size = 256 << 20;
+  options_.segment_size = 64 << 20;
+  options_.buffer_size = 64 << 10;  // the first events are read back from the segment
+  options_.max_event_bytes = 1024;
+  testing::FaultyDiskIo io;
+  options_.io = &io;
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  for (uint64_t first = 0; first < 60000; first += 1000) {
+    ASSERT_TRUE(Publish(producer.get(), first, 1000).status.ok());
+  }
+  ASSERT_EQ(queue->WaitPersisted(59999, In(absl::Seconds(30))), 60000);
+  DamageLength(Segments().front(), 2 * kFrame, 10 << 20);  // 13 MiB were written
+  std::vector<std::string> want = Payloads(0, 60000);
+  want.erase(want.begin() + 2);
+  EXPECT_EQ(TakeAll(queue.get()), want);
+  EXPECT_LE(io.largest_read(), 1 << 20);
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 1);
+}
+
+// Events longer than max_event_bytes are still taken (an input may accept more than the config
+// said), and read back, before and after a restart.
+TEST_F(DiskQueueTest, EventsLongerThanMaxEventBytesAreDeliveredAllTheSame) {
+  options_.max_event_bytes = 100;  // Payload(i) is 200 bytes
+  {
+    auto queue = Open();
+    auto producer = queue->NewProducer(nullptr);
+    ASSERT_TRUE(Publish(producer.get(), 0, 10).status.ok());
+    queue->WaitPersisted(9, In(absl::Seconds(10)));
+    EXPECT_EQ(TakeAll(queue.get(), 3), Payloads(0, 3));
+  }
+  auto queue = Open();
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(3, 7));
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 0);
 }
 
 TEST_F(DiskQueueTest, DamagedOrMissingStateIsRebuiltFromTheSegments) {

@@ -23,8 +23,9 @@ absl::StatusOr<Recovery> Recover(absl::string_view state, absl::Span<const uint6
     std::vector<std::pair<uint64_t, uint64_t>> damage;
     const absl::StatusOr<uint64_t> size = scan(
         ids[i],
-        [&](uint64_t offset, const Frame& frame) {
-          valid_end = offset + kFrameHeaderBytes + frame.payload.size();
+        [&](uint64_t offset, const FrameHeader& frame) {
+          valid_end = offset + kFrameHeaderBytes + frame.len;
+          r.max_payload = std::max(r.max_payload, frame.len);
           // Not ascending: delivered already, or a stale copy; either way not again.
           if (frame.seq <= last_seq) return;
           if (!any) segment.read_from = offset;

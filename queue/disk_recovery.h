@@ -54,12 +54,12 @@ struct Mark {
   uint32_t time;
 };
 
-// Scans segment `id` from its start: calls on_frame(offset, frame) for every valid frame in order,
+// Scans segment `id` from its start: calls on_frame(offset, header) for every valid frame in order,
 // and on_damage(offset, end) for the bytes in between that hold no valid frame (a run may come in
 // pieces), each only for bytes it read. Returns the file's size, or the error that kept it from
 // reading the file whole.
 using ScanSegment = absl::FunctionRef<absl::StatusOr<uint64_t>(
-    uint64_t id, absl::FunctionRef<void(uint64_t offset, const Frame& frame)> on_frame,
+    uint64_t id, absl::FunctionRef<void(uint64_t offset, const FrameHeader& header)> on_frame,
     absl::FunctionRef<void(uint64_t offset, uint64_t end)> on_damage)>;
 
 struct Recovery {
@@ -69,6 +69,7 @@ struct Recovery {
   std::deque<Segment> segments;  // those with undelivered events, in order
   std::deque<Mark> marks;        // of the recovered events
   uint64_t bytes = 0;            // in those segments' files, once cut
+  uint32_t max_payload = 0;      // the longest valid frame's payload
 
   // What the queue does to the files.
   struct Cut {

@@ -14,7 +14,7 @@
 namespace shipper::queue::internal {
 namespace {
 
-constexpr size_t kPayload = 10;
+constexpr uint32_t kPayload = 10;
 constexpr uint64_t kFrame = kFrameHeaderBytes + kPayload;
 
 // The frames of sequence numbers first..last, published at `time`.
@@ -44,19 +44,20 @@ using Segments = std::map<uint64_t, absl::StatusOr<std::string>>;
 absl::StatusOr<Recovery> TryRecoverFrom(const std::string& state, const Segments& segments) {
   std::vector<uint64_t> ids;
   for (const auto& [id, bytes] : segments) ids.push_back(id);
-  return Recover(state, ids,
-                 [&](uint64_t id, auto on_frame, auto on_damage) -> absl::StatusOr<uint64_t> {
-                   const absl::StatusOr<std::string>& bytes = segments.at(id);
-                   if (!bytes.ok()) return bytes.status();
-                   ScanFrames(
-                       *bytes, bytes->size(),
-                       [&](size_t offset, const Frame& frame) {
-                         on_frame(offset, frame);
-                         return true;
-                       },
-                       [&](size_t offset, size_t end) { on_damage(offset, end); });
-                   return bytes->size();
-                 });
+  return Recover(
+      state, ids, [&](uint64_t id, auto on_frame, auto on_damage) -> absl::StatusOr<uint64_t> {
+        const absl::StatusOr<std::string>& bytes = segments.at(id);
+        if (!bytes.ok()) return bytes.status();
+        ScanFrames(
+            *bytes, bytes->size(), kPayload,
+            [&](size_t offset, const Frame& frame) {
+              on_frame(offset, FrameHeader{0, static_cast<uint32_t>(frame.payload.size()),
+                                           frame.time, frame.seq});
+              return true;
+            },
+            [&](size_t offset, size_t end) { on_damage(offset, end); });
+        return bytes->size();
+      });
 }
 
 Recovery RecoverFrom(const std::string& state, const Segments& segments) {
@@ -90,6 +91,7 @@ TEST(DiskRecoveryTest, EventsAfterTheDeliveredOneGetIndexesFromOne) {
   EXPECT_EQ(r.segments[1].read_from, 0);
   EXPECT_EQ(r.segments[1].last_index, 7);
   EXPECT_EQ(r.bytes, 10 * kFrame);
+  EXPECT_EQ(r.max_payload, kPayload);
   EXPECT_FALSE(r.rewrite_state);
   EXPECT_TRUE(r.delete_ids.empty());
 }
@@ -179,8 +181,7 @@ TEST(DiskRecoveryTest, DamageReportedInPiecesIsOneRun) {
       Recover(State(0), ids, [&](uint64_t, auto on_frame, auto on_damage) {
         on_damage(0, 10);  // a read that ended in the middle of the damage, and the next one
         on_damage(10, kFrame);
-        Frame frame{2, 1000, absl::string_view(bytes).substr(kFrame + kFrameHeaderBytes, kPayload)};
-        on_frame(kFrame, frame);
+        on_frame(kFrame, FrameHeader{0, kPayload, 1000, 2});
         return absl::StatusOr<uint64_t>(2 * kFrame);
       });
   ASSERT_TRUE(r.ok()) << r.status();

@@ -1,5 +1,6 @@
 #include "queue/faulty_disk_io.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -47,6 +48,7 @@ class FaultyFile final : public DiskFile {
       : DiskFile(base->name()), base_(std::move(base)), io_(io) {}
 
   absl::StatusOr<size_t> Read(uint64_t offset, size_t size, char* out) override {
+    io_->CountRead(size);
     DiskFault fault;
     if (!io_->Take(DiskCall::kRead, name(), &fault)) return base_->Read(offset, size, out);
     if (fault == DiskFault::kShortRead) return base_->Read(offset, size > 1 ? size / 2 : 1, out);
@@ -117,6 +119,16 @@ int FaultyDiskIo::calls(DiskCall call) const {
 int FaultyDiskIo::failures(DiskCall call) const {
   internal::MutexLock lock(&mu_);
   return failed_[static_cast<int>(call)];
+}
+
+size_t FaultyDiskIo::largest_read() const {
+  internal::MutexLock lock(&mu_);
+  return largest_read_;
+}
+
+void FaultyDiskIo::CountRead(size_t size) {
+  internal::MutexLock lock(&mu_);
+  largest_read_ = std::max(largest_read_, size);
 }
 
 bool FaultyDiskIo::Take(DiskCall call, const std::string& path, DiskFault* fault) {

@@ -60,6 +60,8 @@ class FaultyDiskIo final : public DiskIo {
   // How many `call`s were made, and how many of them failed.
   int calls(DiskCall call) const;
   int failures(DiskCall call) const;
+  // The most bytes one read asked for: what a reader was ready to hold at once.
+  size_t largest_read() const;
 
   absl::StatusOr<std::unique_ptr<DiskFile>> Open(const std::string& path, OpenMode mode) override;
   absl::StatusOr<std::vector<std::string>> List(const std::string& path) override;
@@ -78,12 +80,14 @@ class FaultyDiskIo final : public DiskIo {
 
   // Counts `call` on `path` as made; true and its fault if it is to fail.
   bool Take(DiskCall call, const std::string& path, DiskFault* fault);
+  void CountRead(size_t size);
 
   DiskIo* const base_;
   mutable internal::Mutex mu_;
   std::vector<Failure> failures_ ABSL_GUARDED_BY(mu_);
   int calls_[kDiskCalls] ABSL_GUARDED_BY(mu_) = {};
   int failed_[kDiskCalls] ABSL_GUARDED_BY(mu_) = {};
+  size_t largest_read_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace shipper::queue::testing

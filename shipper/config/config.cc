@@ -1,9 +1,12 @@
 #include "shipper/config/config.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -204,6 +207,16 @@ void Validate(const Config& config, Problems* problems) {
   }
 }
 
+// The largest event any enabled input hands the queue: what the disk queue trusts frame lengths
+// up to.
+uint32_t MaxEventBytes(const Draft& draft) {
+  size_t max = 0;
+  for (const auto& [name, settings] : draft.inputs) {
+    if (settings->enabled) max = std::max(max, settings->max_event_bytes(draft.config.server));
+  }
+  return static_cast<uint32_t>(std::min<size_t>(max, std::numeric_limits<uint32_t>::max()));
+}
+
 // What the archived shipper's own keys mean here: `type` must name the enabled output; the
 // others change nothing, and the log says so.
 void Archived(const ConfigLoader& loader, Draft& draft, Problems* problems) {
@@ -260,6 +273,7 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
   SizeMemory(
       memory_limit, [&loader](absl::string_view key) { return loader.given(key); }, &draft.config,
       &problems);
+  draft.config.disk.max_event_bytes = MaxEventBytes(draft);
   Validate(draft.config, &problems);
   for (const auto& [name, settings] : draft.inputs) settings->Validate(&problems);
   for (const auto& [name, settings] : draft.outputs) settings->Validate(&problems);

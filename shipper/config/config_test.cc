@@ -385,6 +385,17 @@ shipper.server:
   EXPECT_TRUE(Parse("shipper.server.max_nesting_depth: 1000").ok());
 }
 
+// The disk queue trusts frame lengths up to the largest event an input hands it: for the Producer
+// API, a whole request at most.
+TEST(ConfigTest, TheDiskQueuesLongestFrameIsTheLargestEventTheInputsAccept) {
+  absl::StatusOr<Config> defaults = Parse("");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->disk.max_event_bytes, 64u << 20);
+  absl::StatusOr<Config> config = Parse("shipper.server.max_message_size: 4MiB");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->disk.max_event_bytes, 4u << 20);
+}
+
 TEST(ConfigTest, ShipperOutputSsl) {
   absl::StatusOr<Config> config = Parse(R"(
 shipper.output.shipper:

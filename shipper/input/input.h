@@ -84,6 +84,14 @@ class InputSettings {
   virtual absl::StatusOr<std::unique_ptr<Input>> Build(const InputContext& context) const = 0;
   // Where it takes events from, for the start line: "Producer API on 127.0.0.1:50051".
   virtual std::string Source(const ServerSettings& server) const = 0;
+  // The largest event, in bytes as queued, the input hands the queue with these settings and the
+  // shared server's. The disk queue trusts frame lengths up to the largest of every enabled
+  // input's (queue::DiskOptions::max_event_bytes). By default shipper.server.max_message_size:
+  // an event is part of a request the shared server took. An input whose queued events can be
+  // larger (a request of its own size limit, or events that grow when converted) says so here.
+  virtual size_t max_event_bytes(const ServerSettings& server) const {
+    return server.limits.max_message_size;
+  }
 
   bool enabled = false;  // set by the input's own key, or always on
 };
