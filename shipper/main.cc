@@ -156,6 +156,9 @@ int main(int argc, char** argv) {
   }).detach();
   shipper::Shipper::StopReport report = (*shipper)->Stop();
   LOG(INFO) << "stopped: " << report.delivered << " events delivered, " << report.left
-            << " left undelivered (never reported persisted; clients resend them)";
+            << " left undelivered (never reported persisted; clients resend them)"
+            << (config->disk_queue
+                    ? absl::StrCat(", ", report.kept, " kept in the disk queue for the next start")
+                    : "");
   return 0;
 }

@@ -164,8 +164,13 @@ class ShipperImpl final : public Shipper {
     if (health_ != nullptr) health_->SetServing(false);
     for (const std::unique_ptr<Input>& input : inputs_) input->StopAccepting();
     queue_->Close();
-    report_.left = queue_->Drain(absl::Now() + config_.shutdown_timeout);
-    report_.delivered = queue_->persisted_index();
+    // Not done, of all accepted: those persisted stay in the disk queue's files (the memory
+    // queue's persisted ones are its done ones), the others are resent by their clients.
+    const uint64_t undone = queue_->Drain(absl::Now() + config_.shutdown_timeout);
+    const uint64_t published = queue_->published_index();
+    report_.delivered = published - undone;
+    report_.kept = queue_->persisted_index() - report_.delivered;
+    report_.left = published - queue_->persisted_index();
     delivery_->GiveUp();
     workers_->Stop();
     for (const std::unique_ptr<Input>& input : inputs_) input->Drained();

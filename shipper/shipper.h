@@ -30,8 +30,11 @@ class Shipper {
   virtual const std::string& uuid() const = 0;
 
   struct StopReport {
-    uint64_t delivered = 0;  // events persisted over the process's life
-    uint64_t left = 0;       // accepted but never persisted: their clients resend them
+    // Events the output took for good over the process's life (written, or dead-lettered); with
+    // the disk queue, recovered ones included.
+    uint64_t delivered = 0;
+    uint64_t kept = 0;  // persisted in the disk queue, not delivered: delivered after a restart
+    uint64_t left = 0;  // accepted but never persisted: their clients resend them
   };
   // Turns health NOT_SERVING, refuses new publishes (UNAVAILABLE), lets in-flight calls finish,
   // drains the queue into the output until config.shutdown_timeout, tells every PersistedIndex

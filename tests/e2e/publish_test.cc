@@ -214,6 +214,47 @@ TEST(DeadOutputTest, FullQueueAcceptsAPrefixAndNothingIsReportedPersisted) {
       << shipper->Log();
 }
 
+// With the disk queue, persisted means synced, not delivered: the stop line counted every synced
+// event as delivered, and as left undelivered too.
+TEST(DeadOutputTest, TheDiskQueueKeepsWhatItPersistedAndTheStopLineSaysSo) {
+  absl::StatusOr<testing::ShipperProcess> shipper = testing::ShipperProcess::Start(
+      {"-E", "shipper.output.file.path=/dev", "-E", "shipper.output.file.filename=full", "-E",
+       "shipper.queue.disk.enabled=true", "-E",
+       absl::StrCat("shipper.queue.disk.path=", getenv("TEST_TMPDIR"), "/disk-queue"), "-E",
+       "shipper.shutdown_timeout=1s"});
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  auto stub = Producer::NewStub(
+      grpc::CreateChannel(shipper->address(), grpc::InsecureChannelCredentials()));
+  pb::PublishRequest request;
+  for (int seq = 0; seq < 1000; ++seq) *request.add_events() = TestEvent(seq);
+  {
+    pb::PublishReply reply;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->PublishEvents(&context, request, &reply).ok());
+    ASSERT_EQ(reply.accepted_count(), 1000u);
+  }
+  {
+    pb::PersistedIndexRequest index_request;
+    index_request.mutable_polling_interval()->set_nanos(1000 * 1000);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto reader = stub->PersistedIndex(&context, index_request);
+    pb::PersistedIndexReply index_reply;
+    while (reader->Read(&index_reply) && index_reply.persisted_index() < 1000) {
+    }
+    EXPECT_EQ(index_reply.persisted_index(), 1000u) << "synced, though the output is down";
+    context.TryCancel();
+  }
+  shipper->Signal(SIGTERM);
+  absl::StatusOr<int> code = shipper->Wait(absl::Seconds(15));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0) << shipper->Log();
+  EXPECT_NE(shipper->Log().find("0 events delivered, 0 left undelivered (never reported "
+                                "persisted; clients resend them), 1000 kept in the disk queue"),
+            std::string::npos)
+      << shipper->Log();
+}
+
 TEST(ShipperBinaryTest, ASecondShipperOnTheSameAddressFailsToStart) {
   absl::StatusOr<testing::ShipperProcess> first = testing::ShipperProcess::Start({});
   ASSERT_TRUE(first.ok()) << first.status();
