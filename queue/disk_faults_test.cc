@@ -190,6 +190,26 @@ TEST_F(DiskFaultsTest, TheWriterKeepsItsBufferReportsTheErrorAndRetries) {
   }
 }
 
+// The next buffer is written while the last one is in fdatasync: a sync that takes its time holds
+// back what is persisted, not what is written.
+TEST_F(DiskFaultsTest, TheNextBufferIsWrittenWhileTheLastOneSyncs) {
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  ASSERT_TRUE(Publish(producer.get(), 0, 10).status.ok());
+  ASSERT_EQ(queue->WaitPersisted(9, In(absl::Seconds(10))), 10);
+  const int syncs = io_.calls(DiskCall::kSync);
+  io_.Fail(DiskCall::kSync, DiskFault::kStall, ".seg");
+  ASSERT_TRUE(Publish(producer.get(), 10, 10).status.ok());
+  WaitFor([&] { return io_.calls(DiskCall::kSync) > syncs; });  // it stalls in there
+  const int writes = io_.calls(DiskCall::kWrite);
+  ASSERT_TRUE(Publish(producer.get(), 20, 10).status.ok());
+  WaitFor([&] { return io_.calls(DiskCall::kWrite) > writes; });
+  EXPECT_EQ(queue->persisted_index(), 10);
+  io_.Heal();
+  EXPECT_EQ(queue->WaitPersisted(29, In(absl::Seconds(10))), 30);
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 30));
+}
+
 // Reads that fail or end early are tried again, never taken for damage: the events come once
 // the disk reads again.
 TEST_F(DiskFaultsTest, TheReaderRetriesWhatItCouldNotRead) {

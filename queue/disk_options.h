@@ -27,11 +27,12 @@ struct DiskOptions {
   // shipper.queue.disk.segment_size; 0 means max_size / 10, at least 1 MiB. Between 4 KiB and
   // max_size / 2, so that a full queue always has a segment it can delete once delivered.
   uint64_t segment_size = 0;
-  // shipper.queue.disk.buffer_size: bytes published and not yet written at most; 0 means 4 MiB,
-  // or max_size / 4 if that is less (DiskBufferSize). In memory the queue holds up to four times
-  // that: a buffer filling while one is written and synced, the newest written ones (for consumers
-  // to read without a copy) and an emptied one for reuse; batches being delivered also keep the
-  // buffer they were read from. 4 MiB syncs at what this machine's disk allows (BENCHMARKS.md).
+  // shipper.queue.disk.buffer_size: bytes published and not yet being synced at most; 0 means
+  // 4 MiB, or max_size / 4 if that is less (DiskBufferSize). In memory the queue holds up to four
+  // times that: what fills and is written while the last buffer syncs, that one, the newest synced
+  // ones (for consumers to read without a copy) and emptied ones for reuse; batches being delivered
+  // also keep the buffer they were read from. 4 MiB syncs at what this machine's disk allows
+  // (BENCHMARKS.md).
   uint64_t buffer_size = 0;
   // Not a key: the largest event the inputs hand the queue, set by the config (the largest of
   // what the enabled inputs accept). The queue trusts a frame's length only up to this, or up to

@@ -1,6 +1,13 @@
-// The disk queue (see disk_queue.h): producers fill a write buffer, one writer thread writes and
-// syncs it, consumers read synced frames back from the segments, or from the written buffer while
-// it is still in memory.
+// The disk queue (see disk_queue.h): producers fill a write buffer, a writer thread writes it to
+// the segments and a sync thread fdatasyncs what was written, consumers read synced frames back
+// from the segments, or from the written buffer while it is still in memory.
+//
+// Two threads, so that the next buffer is written while the last one is in fdatasync: the device's
+// sync time is no longer added to the writing and checksumming of every buffer, and producers
+// find room sooner. The writer takes whatever producers published (as one round) as soon as it has
+// written the previous round, and hands each written round to the syncer; the syncer takes every
+// round handed to it so far and syncs them together (group commit), then acknowledges them in
+// order, deletes delivered segments and records the state.
 //
 // Indexes, as in the memory queue, only grow:
 //
@@ -9,19 +16,20 @@
 //   (.., done_]            done: recorded in the state file later, deleted with their segment
 //   (done_, read_]         handed to consumers (some batches may be done out of order)
 //   (read_, synced_]       durable, waiting for a consumer
-//   (synced_, published_]  in the write buffer, or being written
+//   (synced_, published_]  in the write buffer, being written, or written and being synced
 //
 // An event's sequence number, in its frame, is its index plus seq_base_, which recovery sets so
 // that sequence numbers keep ascending across restarts while indexes start at 1. A frame lost to
 // damage leaves a gap in the sequence numbers; the reader marks the indexes of the gap done itself,
 // so consumers only see consecutive indexes of real events.
 //
-// Mutexes: publish_mu_ (producers, the writer's hand-over and the waits on what the writer
-// changes), get_mu_ (consumers: the read cursor, done ranges) and segments_mu_ (the list of segment
-// files, shared by the writer and the reader). Lock order: get_mu_, then publish_mu_ or
-// segments_mu_; publish_mu_ and segments_mu_ are never held together. written_mu_ (the written
-// buffers kept for consumers) is taken alone or under get_mu_, and nothing is taken under it. The
-// writer thread does all writing, syncing and deleting with no mutex held.
+// Mutexes: publish_mu_ (producers, the writer's taking of their buffer and the waits on what the
+// syncer changes), get_mu_ (consumers: the read cursor, done ranges), sync_mu_ (the rounds handed
+// from the writer to the syncer) and segments_mu_ (the list of segment files, shared by the syncer
+// and the reader). Lock order: get_mu_, then publish_mu_, sync_mu_ or segments_mu_; those three are
+// never held together. written_mu_ (the written buffers kept for consumers) is taken alone or under
+// get_mu_, and nothing is taken under it. The two threads write, sync and delete with no mutex
+// held.
 #include "queue/disk_queue.h"
 
 #include <algorithm>
@@ -131,7 +139,8 @@ struct Chunk {
   uint64_t first_index;
   uint64_t last_index;
   std::string frames;
-  // Set by the writer when it first writes the chunk; retries write it to the same place.
+  // Set by the writer when it first writes the chunk; retries (and rewrites after a failed sync)
+  // write it to the same place.
   bool placed = false;
   uint64_t offset = 0;
 };
@@ -220,11 +229,18 @@ class DiskQueueImpl final : public DiskQueue {
   void Done(uint64_t first_index, size_t size) override;
 
  private:
-  // The events taken from the write buffer for one write and sync, kept until they succeed.
+  // The events taken from the write buffer at once, kept until they are written and synced.
   struct Round {
     std::vector<Chunk> chunks;
     std::vector<Run> runs;
     uint64_t last_index = 0;
+    uint64_t bytes = 0;  // of the chunks' frames
+    // Set as the writer writes it: the files it wrote to, and whether it created one (then the
+    // directory is synced too).
+    std::vector<std::shared_ptr<DiskFile>> files;
+    bool created = false;
+    // Whether its bytes were given back to the producers' room (by the syncer).
+    bool room_freed = false;
     bool empty() const { return chunks.empty(); }
   };
 
@@ -260,18 +276,32 @@ class DiskQueueImpl final : public DiskQueue {
 
   // Writer thread.
   void WriterLoop();
-  void TakePending(Round* round, internal::Wakeups* wake)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
+  void TakePending(Round* round) ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
+  // Places, seals and writes the round's chunks (again, if it was written before).
   absl::Status WriteRound(Round* round);
-  void FinishRound(Round* round);
-  void DropRound(Round* round);
-  void RecordDelivered(bool stopping);
   // The writer's file of segment `id`, opened (and created) if need be.
-  absl::StatusOr<DiskFile*> SegmentFile(uint64_t id);
-  void SetError(const absl::Status& status);
-  // Whether the writer has something to do about done events: a segment to delete, or a state to
+  absl::StatusOr<std::shared_ptr<DiskFile>> SegmentFile(uint64_t id, bool* created);
+  // What the writer gives up at shutdown: `round` and what producers left in pending_.
+  void DropUnwritten(Round* round);
+
+  // Sync thread.
+  void SyncLoop();
+  // Gives the rounds' bytes back to the producers' room, once per round.
+  void FreeRoom(std::vector<Round>* rounds);
+  // Writes the rounds again if `rewrite` (the pages of a failed sync may be lost), syncs every
+  // file they wrote to and the directory if they created one.
+  absl::Status SyncRounds(std::vector<Round>* rounds, bool rewrite);
+  void FinishRound(Round* round);
+  void DropRounds(std::vector<Round>* rounds);
+  void RecordDelivered(bool stopping);
+  // Whether the syncer has something to do about done events: a segment to delete, or a state to
   // record at `*when`.
   bool DeliveredWork(absl::Time now, absl::Time* when) const;
+
+  // Each thread's I/O error, shown in DiskStats until that thread's next success.
+  enum class Stage { kWrite, kSync };
+  void SetError(Stage stage, const absl::Status& status);
+  void ClearError(Stage stage);
 
   // Constant after construction.
   const DiskOptions options_;
@@ -303,13 +333,18 @@ class DiskQueueImpl final : public DiskQueue {
   std::vector<Chunk> pending_ ABSL_GUARDED_BY(publish_mu_);
   std::vector<Run> pending_runs_ ABSL_GUARDED_BY(publish_mu_);
   uint64_t pending_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
+  // Taken by the writer and not yet by the syncer: with pending_bytes_, at most buffer_size_.
+  uint64_t writing_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
   bool full_ ABSL_GUARDED_BY(publish_mu_) = false;          // max_size refused an event, logged
   uint64_t tail_segment_ ABSL_GUARDED_BY(publish_mu_) = 0;  // 0: start one with the next event
   uint64_t tail_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
   std::deque<Mark> marks_ ABSL_GUARDED_BY(publish_mu_);
-  // A written chunk's buffer, emptied once no batch reads it, for the next one: a fresh buffer per
-  // write would cost a page fault per 4 KiB filled.
-  std::vector<std::string> spare_ ABSL_GUARDED_BY(publish_mu_);
+  // Written chunks' buffers, emptied once no batch reads them, for the next ones: a fresh buffer
+  // per chunk would cost a page fault per 4 KiB filled. With the bytes each held (the memory it
+  // touched), at most buffer_size_ of them: the writer takes a chunk at a time, often several
+  // while one syncs.
+  std::vector<std::pair<std::string, uint64_t>> spare_ ABSL_GUARDED_BY(publish_mu_);
+  uint64_t spare_bytes_ ABSL_GUARDED_BY(publish_mu_) = 0;
   internal::WaitChannel consumers_{&publish_mu_, &synced_};      // Get: events to take
   internal::WaitChannel producers_{&publish_mu_, &room_epoch_};  // Publish: room, cancel, close
   internal::WaitChannel persisted_{&publish_mu_, &synced_};      // WaitPersisted
@@ -338,29 +373,42 @@ class DiskQueueImpl final : public DiskQueue {
   std::deque<std::shared_ptr<Chunk>> written_ ABSL_GUARDED_BY(written_mu_);
   uint64_t written_bytes_ ABSL_GUARDED_BY(written_mu_) = 0;
 
-  // The segment files; the writer appends and deletes, the reader looks up.
+  // The segment files; the syncer appends and deletes, the reader looks up.
   mutable internal::Mutex segments_mu_;
   std::deque<Segment> segments_ ABSL_GUARDED_BY(segments_mu_);
-  // The last index of the oldest segment if the writer may delete it once done, else ~0.
+  // The last index of the oldest segment if the syncer may delete it once done, else ~0.
   std::atomic<uint64_t> deletable_until_{~uint64_t{0}};
+
+  // The rounds written and handed to the syncer, oldest first.
+  mutable internal::Mutex sync_mu_;
+  std::deque<Round> to_sync_ ABSL_GUARDED_BY(sync_mu_);
+  bool sync_stop_ ABSL_GUARDED_BY(sync_mu_) = false;   // the writer is done: sync what is left
+  std::atomic<uint64_t> handed_{0};                    // rounds handed over, written under sync_mu_
+  internal::WaitChannel syncer_{&sync_mu_, &handed_};  // the syncer: rounds, done events, stop
 
   // Writer thread only.
   uint64_t active_segment_ = 0;  // the segment it appends to; 0 before the first
   uint64_t active_bytes_ = 0;
-  std::vector<std::pair<uint64_t, std::unique_ptr<DiskFile>>> writer_files_;  // by segment id
-  bool dir_dirty_ = false;   // created a file whose directory entry is not synced yet
-  uint64_t state_done_ = 0;  // the done index the state file holds
+  std::shared_ptr<DiskFile> active_file_;  // active_segment_'s, once opened
+  absl::Duration write_backoff_ = kRetryMin;
+
+  // Sync thread only.
+  uint64_t synced_segment_ = 0;  // of the last chunk synced; 0 before the first
+  uint64_t state_done_ = 0;      // the done index the state file holds
   absl::Time state_time_ = absl::InfinitePast();
-  absl::Duration backoff_ = kRetryMin;
+  absl::Duration sync_backoff_ = kRetryMin;
 
   // Statistics, read anywhere.
   std::atomic<uint64_t> syncs_{0};
   std::atomic<int64_t> sync_ns_{0};
   std::atomic<uint64_t> damaged_frames_;
   mutable internal::Mutex error_mu_;
-  absl::Status last_error_ ABSL_GUARDED_BY(error_mu_);
+  absl::Status write_error_ ABSL_GUARDED_BY(error_mu_);
+  absl::Status sync_error_ ABSL_GUARDED_BY(error_mu_);
 
-  std::thread writer_thread_;  // last: starts once everything above is built
+  // Last: they start once everything above is built.
+  std::thread sync_thread_;
+  std::thread writer_thread_;
 };
 
 DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, std::unique_ptr<DiskFile> dir,
@@ -376,9 +424,9 @@ DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, std::unique_ptr<DiskFil
       dir_(std::move(dir)),
       state_(std::move(state)),
       published_(recovered.last_index),
-      max_payload_(std::max(options.max_event_bytes, recovered.max_payload)),
       synced_(recovered.last_index),
       disk_bytes_(recovered.bytes),
+      max_payload_(std::max(options.max_event_bytes, recovered.max_payload)),
       marks_(std::move(recovered.marks)),
       read_(0),
       done_(0),
@@ -389,6 +437,7 @@ DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, std::unique_ptr<DiskFil
     cursor_offset_ = segments_.front().read_from;
     deletable_until_.store(segments_.front().last_index);
   }
+  sync_thread_ = std::thread([this] { SyncLoop(); });
   writer_thread_ = std::thread([this] { WriterLoop(); });
 }
 
@@ -400,7 +449,8 @@ DiskQueueImpl::~DiskQueueImpl() {
     closed_.store(true, std::memory_order_release);
     writer_.NotifyAll(&wake);
   }
-  writer_thread_.join();
+  writer_thread_.join();  // it tells the syncer to finish
+  sync_thread_.join();
   for (auto& [first, batch] : batches_) batch->Finish();
 }
 
@@ -430,7 +480,7 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
         }
         break;
       }
-      if (pending_bytes_ + frame > buffer_size_) break;
+      if (pending_bytes_ + writing_bytes_ + frame > buffer_size_) break;
     }
     if (events[n].bytes() > max_payload_.load(std::memory_order_relaxed)) {
       max_payload_.store(events[n].bytes(), std::memory_order_relaxed);
@@ -443,7 +493,8 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
     if (pending_.empty() || pending_.back().segment_id != tail_segment_) {
       pending_.push_back({tail_segment_, index, index, {}});
       if (!spare_.empty()) {
-        pending_.back().frames.swap(spare_.back());
+        pending_.back().frames.swap(spare_.back().first);
+        spare_bytes_ -= spare_.back().second;
         spare_.pop_back();
       } else {
         pending_.back().frames.reserve(buffer_size_);  // pages are touched as it fills
@@ -720,9 +771,9 @@ void DiskQueueImpl::MarkDone(uint64_t first_index, uint64_t last_index, internal
   if (done == before) return;  // done out of order
   done_.store(done, std::memory_order_release);
   drained_.NotifyAll(wake);
-  // The writer deletes segments and records the state.
-  internal::MutexLock producer_side(&publish_mu_);
-  writer_.NotifyOne(wake);
+  // The syncer deletes segments and records the state.
+  internal::MutexLock sync_side(&sync_mu_);
+  syncer_.NotifyOne(wake);
 }
 
 uint64_t DiskQueueImpl::WaitPersisted(uint64_t index, absl::Time deadline) {
@@ -796,7 +847,7 @@ DiskStats DiskQueueImpl::disk_stats() const {
   stats.sync_time = absl::Nanoseconds(sync_ns_.load());
   stats.damaged_frames = damaged_frames_.load();
   internal::MutexLock lock(&error_mu_);
-  stats.last_error = last_error_;
+  stats.last_error = !sync_error_.ok() ? sync_error_ : write_error_;
   return stats;
 }
 
@@ -819,117 +870,216 @@ void DiskQueueImpl::WriterLoop() {
   for (;;) {
     bool stop;
     {
-      internal::Wakeups wake;
       internal::MutexLock lock(&publish_mu_);
       internal::Waiter waiter(&writer_, writer_wait_);
       for (;;) {
         stop = stop_;
         const absl::Time now = absl::Now();
-        absl::Time when = absl::InfiniteFuture();
-        const bool delivered = DeliveredWork(now, &when);
-        if (!round.empty()) when = std::min(when, retry_at);
-        if (stop || delivered || (round.empty() ? !pending_.empty() : now >= retry_at)) break;
+        if (stop || (round.empty() ? !pending_.empty() : now >= retry_at)) break;
         const uint64_t published = published_.load(std::memory_order_relaxed);
-        const uint64_t done = done_.load(std::memory_order_relaxed);
-        waiter.Wait(&publish_mu_, when, [&] {
+        waiter.Wait(&publish_mu_, round.empty() ? absl::InfiniteFuture() : retry_at, [&] {
           publish_mu_.AssertHeld();  // writer_'s mutex: Wait calls this under it
-          return published_.load(std::memory_order_relaxed) != published ||
-                 done_.load(std::memory_order_relaxed) != done || stop_;
+          return published_.load(std::memory_order_relaxed) != published || stop_;
         });
       }
-      if (round.empty()) TakePending(&round, &wake);
+      if (round.empty()) TakePending(&round);
     }
     if (!round.empty()) {
       const absl::Status status = WriteRound(&round);
       if (status.ok()) {
-        FinishRound(&round);
-        backoff_ = kRetryMin;
+        ClearError(Stage::kWrite);
+        write_backoff_ = kRetryMin;
+        internal::Wakeups wake;
+        internal::MutexLock lock(&sync_mu_);
+        to_sync_.push_back(std::move(round));
+        round = Round();
+        handed_.fetch_add(1, std::memory_order_relaxed);
+        syncer_.NotifyOne(&wake);
       } else {
-        SetError(status);
-        retry_at = absl::Now() + backoff_;
-        backoff_ = std::min(backoff_ * 2, kRetryMax);
-        if (stop) DropRound(&round);
+        SetError(Stage::kWrite, status);
+        retry_at = absl::Now() + write_backoff_;
+        write_backoff_ = std::min(write_backoff_ * 2, kRetryMax);
+        if (stop) DropUnwritten(&round);
       }
     }
-    RecordDelivered(stop);
     if (stop && round.empty()) {
       internal::MutexLock lock(&publish_mu_);
-      if (pending_.empty()) return;
+      if (pending_.empty()) break;
     }
   }
+  internal::Wakeups wake;
+  internal::MutexLock lock(&sync_mu_);
+  sync_stop_ = true;
+  syncer_.NotifyOne(&wake);
 }
 
-bool DiskQueueImpl::DeliveredWork(absl::Time now, absl::Time* when) const {
-  const uint64_t done = done_.load(std::memory_order_acquire);
-  if (done >= deletable_until_.load(std::memory_order_relaxed)) return true;
-  if (done == state_done_) return false;
-  const absl::Time due = state_time_ + kStateInterval;
-  if (now >= due) return true;
-  *when = std::min(*when, due);
-  return false;
-}
-
-void DiskQueueImpl::TakePending(Round* round, internal::Wakeups* wake) {
+void DiskQueueImpl::TakePending(Round* round) {
   const uint64_t oldest = done_.load(std::memory_order_acquire) + 1;
   while (marks_.size() > 1 && marks_[1].index <= oldest) marks_.pop_front();
   if (pending_.empty()) return;
   round->chunks.swap(pending_);
   round->runs.swap(pending_runs_);
   round->last_index = published_.load(std::memory_order_relaxed);
+  round->bytes = pending_bytes_;
+  // Still not room for producers: that comes once the syncer takes the round.
   disk_bytes_.fetch_add(pending_bytes_, std::memory_order_relaxed);
+  writing_bytes_ += pending_bytes_;
   pending_bytes_ = 0;
-  room_epoch_.fetch_add(1, std::memory_order_relaxed);
-  producers_.NotifyAll(wake);
 }
 
-absl::StatusOr<DiskFile*> DiskQueueImpl::SegmentFile(uint64_t id) {
-  for (auto& [file_id, file] : writer_files_) {
-    if (file_id == id) return file.get();
-  }
+absl::StatusOr<std::shared_ptr<DiskFile>> DiskQueueImpl::SegmentFile(uint64_t id, bool* created) {
+  if (active_file_ != nullptr && active_segment_ == id) return active_file_;
   absl::StatusOr<std::unique_ptr<DiskFile>> file =
       io_->Open(FilePath(SegmentName(id)), OpenMode::kReadWrite);
   if (!file.ok()) return file.status();
-  dir_dirty_ = true;
-  writer_files_.emplace_back(id, *std::move(file));
-  return writer_files_.back().second.get();
+  *created = true;
+  // Only the segment still being appended to stays open here; the rounds that wrote to older
+  // ones keep theirs until synced.
+  if (active_segment_ == id) active_file_ = *std::move(file);
+  return active_segment_ == id ? active_file_ : std::shared_ptr<DiskFile>(*std::move(file));
 }
 
 absl::Status DiskQueueImpl::WriteRound(Round* round) {
-  std::vector<DiskFile*> written;
+  round->files.clear();
   for (Chunk& chunk : round->chunks) {
     if (!chunk.placed) {
       if (chunk.segment_id != active_segment_) {
         active_segment_ = chunk.segment_id;
         active_bytes_ = 0;
+        active_file_ = nullptr;
       }
       chunk.offset = active_bytes_;
       active_bytes_ += chunk.frames.size();
       internal::SealFrames(chunk.frames.data(), chunk.frames.size());
       chunk.placed = true;
     }
-    absl::StatusOr<DiskFile*> file = SegmentFile(chunk.segment_id);
+    absl::StatusOr<std::shared_ptr<DiskFile>> file = SegmentFile(chunk.segment_id, &round->created);
     if (!file.ok()) return file.status();
     if (absl::Status status = (*file)->Write(chunk.offset, chunk.frames); !status.ok()) {
       return status;
     }
-    if (written.empty() || written.back() != *file) written.push_back(*file);
+    if (round->files.empty() || round->files.back() != *file) round->files.push_back(*file);
   }
-  for (DiskFile* file : written) {
+  return absl::OkStatus();
+}
+
+void DiskQueueImpl::DropUnwritten(Round* round) {
+  ABSL_RAW_LOG(ERROR,
+               "disk queue: closing with %llu events not written: they were never "
+               "reported persisted",
+               static_cast<unsigned long long>(round->last_index - synced_.load()));
+  for (const Run& run : round->runs) run.producer->Ack(run.count, 0, false);
+  *round = Round();
+  internal::MutexLock lock(&publish_mu_);
+  for (const Run& run : pending_runs_) run.producer->Ack(run.count, 0, false);
+  pending_runs_.clear();
+  pending_.clear();
+}
+
+// The syncer.
+
+void DiskQueueImpl::SyncLoop() {
+  std::vector<Round> rounds;  // being synced, kept across failed attempts
+  bool failed = false;        // the last attempt failed: they are written again first
+  absl::Time retry_at = absl::InfinitePast();
+  for (;;) {
+    bool stop;
+    {
+      internal::MutexLock lock(&sync_mu_);
+      internal::Waiter waiter(&syncer_, writer_wait_);
+      for (;;) {
+        stop = sync_stop_;
+        const absl::Time now = absl::Now();
+        absl::Time when = absl::InfiniteFuture();
+        const bool delivered = DeliveredWork(now, &when);
+        if (!rounds.empty()) when = std::min(when, retry_at);
+        if (stop || delivered || (rounds.empty() ? !to_sync_.empty() : now >= retry_at)) break;
+        const uint64_t handed = handed_.load(std::memory_order_relaxed);
+        const uint64_t done = done_.load(std::memory_order_relaxed);
+        waiter.Wait(&sync_mu_, when, [&] {
+          sync_mu_.AssertHeld();  // syncer_'s mutex: Wait calls this under it
+          return handed_.load(std::memory_order_relaxed) != handed ||
+                 done_.load(std::memory_order_relaxed) != done || sync_stop_;
+        });
+      }
+      // After a failed sync the rounds written since are taken too: their pages may have been
+      // in the sync that failed.
+      if (rounds.empty() || failed) {
+        for (Round& round : to_sync_) rounds.push_back(std::move(round));
+        to_sync_.clear();
+      }
+    }
+    if (!rounds.empty() && (!failed || stop || absl::Now() >= retry_at)) {
+      // Producers may fill the buffer again while these sync; not while a sync keeps failing, so
+      // that the rounds held stay bounded.
+      if (!failed) FreeRoom(&rounds);
+      const absl::Status status = SyncRounds(&rounds, failed);
+      if (status.ok()) {
+        FreeRoom(&rounds);
+        for (Round& round : rounds) FinishRound(&round);
+        rounds.clear();
+        failed = false;
+        ClearError(Stage::kSync);
+        sync_backoff_ = kRetryMin;
+      } else {
+        failed = true;
+        SetError(Stage::kSync, status);
+        retry_at = absl::Now() + sync_backoff_;
+        sync_backoff_ = std::min(sync_backoff_ * 2, kRetryMax);
+        if (stop) DropRounds(&rounds);
+      }
+    }
+    RecordDelivered(stop);
+    if (stop && rounds.empty()) {
+      internal::MutexLock lock(&sync_mu_);
+      if (to_sync_.empty()) return;
+    }
+  }
+}
+
+void DiskQueueImpl::FreeRoom(std::vector<Round>* rounds) {
+  uint64_t bytes = 0;
+  for (Round& round : *rounds) {
+    if (!round.room_freed) bytes += round.bytes;
+    round.room_freed = true;
+  }
+  if (bytes == 0) return;
+  internal::Wakeups wake;
+  internal::MutexLock lock(&publish_mu_);
+  writing_bytes_ -= bytes;
+  room_epoch_.fetch_add(1, std::memory_order_relaxed);
+  producers_.NotifyAll(&wake);
+}
+
+absl::Status DiskQueueImpl::SyncRounds(std::vector<Round>* rounds, bool rewrite) {
+  if (rewrite) {
+    // After a failed fdatasync the kernel may have dropped the pages: write them again.
+    for (Round& round : *rounds) {
+      for (size_t i = 0, f = 0; i < round.chunks.size(); ++i) {
+        const Chunk& chunk = round.chunks[i];
+        while (FilePath(SegmentName(chunk.segment_id)) != round.files[f]->name()) ++f;
+        if (absl::Status status = round.files[f]->Write(chunk.offset, chunk.frames); !status.ok()) {
+          return status;
+        }
+      }
+    }
+  }
+  std::vector<DiskFile*> files;
+  bool created = false;
+  for (const Round& round : *rounds) {
+    for (const std::shared_ptr<DiskFile>& file : round.files) {
+      if (files.empty() || files.back() != file.get()) files.push_back(file.get());
+    }
+    created = created || round.created;
+  }
+  for (DiskFile* file : files) {
     const absl::Time start = absl::Now();
     const absl::Status status = file->Sync();
     sync_ns_.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start), std::memory_order_relaxed);
     syncs_.fetch_add(1, std::memory_order_relaxed);
-    // After a failed fdatasync the kernel may have dropped the pages: the retry rewrites them.
     if (!status.ok()) return status;
   }
-  if (dir_dirty_) {
-    if (absl::Status status = dir_->Sync(); !status.ok()) return status;
-    dir_dirty_ = false;
-  }
-  // Only the segment still being appended to stays open.
-  writer_files_.erase(std::remove_if(writer_files_.begin(), writer_files_.end(),
-                                     [&](const auto& f) { return f.first != active_segment_; }),
-                      writer_files_.end());
+  if (created) return dir_->Sync();
   return absl::OkStatus();
 }
 
@@ -942,10 +1092,12 @@ void DiskQueueImpl::FinishRound(Round* round) {
       }
       segments_.back().last_index = chunk.last_index;
       segments_.back().bytes = chunk.offset + chunk.frames.size();
+      synced_segment_ = chunk.segment_id;
     }
     const Segment& front = segments_.front();
-    deletable_until_.store(front.id == active_segment_ ? ~uint64_t{0} : front.last_index);
+    deletable_until_.store(front.id == synced_segment_ ? ~uint64_t{0} : front.last_index);
   }
+  round->files.clear();
   KeepWritten(round);
   {
     internal::Wakeups wake;
@@ -961,13 +1113,6 @@ void DiskQueueImpl::FinishRound(Round* round) {
       consumers_.NotifyOne(&wake);
     }
     persisted_.NotifyAll(&wake);
-  }
-  {
-    internal::MutexLock lock(&error_mu_);
-    if (!last_error_.ok()) {
-      ABSL_RAW_LOG(INFO, "disk queue: writing again after: %s", last_error_.ToString().c_str());
-      last_error_ = absl::OkStatus();
-    }
   }
   for (const Run& run : round->runs) run.producer->Ack(run.count, round->last_index);
   *round = Round();
@@ -1008,35 +1153,60 @@ std::shared_ptr<const Chunk> DiskQueueImpl::WrittenAt(uint64_t id, uint64_t offs
 void DiskQueueImpl::Recycle(Chunk* chunk) {
   std::string frames = std::move(chunk->frames);
   delete chunk;
-  // One, and not one grown past buffer_size by an event larger than it: the memory bound.
+  // Not one grown past buffer_size by an event larger than it: the memory bound.
   if (frames.capacity() > buffer_size_) return;
+  const uint64_t touched = frames.size();
   frames.clear();
   internal::MutexLock lock(&publish_mu_);
-  if (spare_.empty()) spare_.push_back(std::move(frames));
+  if (spare_bytes_ + touched > buffer_size_) return;
+  spare_.emplace_back(std::move(frames), touched);
+  spare_bytes_ += touched;
 }
 
-void DiskQueueImpl::DropRound(Round* round) {
+void DiskQueueImpl::DropRounds(std::vector<Round>* rounds) {
+  uint64_t events = 0;
+  for (const Round& round : *rounds) {
+    for (const Run& run : round.runs) events += run.count;
+  }
   ABSL_RAW_LOG(ERROR,
-               "disk queue: closing with %llu events not written: they were never "
-               "reported persisted",
-               static_cast<unsigned long long>(round->last_index - synced_.load()));
-  for (const Run& run : round->runs) run.producer->Ack(run.count, 0, false);
-  *round = Round();
-  internal::MutexLock lock(&publish_mu_);
-  for (const Run& run : pending_runs_) run.producer->Ack(run.count, 0, false);
-  pending_runs_.clear();
-  pending_.clear();
+               "disk queue: closing with %llu events not synced: they were never reported "
+               "persisted",
+               static_cast<unsigned long long>(events));
+  for (const Round& round : *rounds) {
+    for (const Run& run : round.runs) run.producer->Ack(run.count, 0, false);
+  }
+  rounds->clear();
 }
 
-void DiskQueueImpl::SetError(const absl::Status& status) {
+void DiskQueueImpl::SetError(Stage stage, const absl::Status& status) {
   internal::MutexLock lock(&error_mu_);
-  if (last_error_.ok()) {
+  absl::Status& error = stage == Stage::kWrite ? write_error_ : sync_error_;
+  if (error.ok()) {
     ABSL_RAW_LOG(ERROR,
                  "disk queue: %s; publishes are refused while the write buffer is "
                  "full, retrying",
                  status.ToString().c_str());
   }
-  last_error_ = status;
+  error = status;
+}
+
+void DiskQueueImpl::ClearError(Stage stage) {
+  internal::MutexLock lock(&error_mu_);
+  absl::Status& error = stage == Stage::kWrite ? write_error_ : sync_error_;
+  if (error.ok()) return;
+  ABSL_RAW_LOG(INFO, "disk queue: %s again after: %s",
+               stage == Stage::kWrite ? "writing" : "syncing", error.ToString().c_str());
+  error = absl::OkStatus();
+}
+
+bool DiskQueueImpl::DeliveredWork(absl::Time now, absl::Time* when) const {
+  const uint64_t done = done_.load(std::memory_order_acquire);
+  if (done >= deletable_until_.load(std::memory_order_relaxed)) return true;
+  if (done == state_done_) return false;
+  const absl::Time due = state_time_ + kStateInterval;
+  if (now >= due) return true;
+  *when = std::min(*when, due);
+  return false;
 }
 
 void DiskQueueImpl::RecordDelivered(bool stopping) {
@@ -1047,8 +1217,9 @@ void DiskQueueImpl::RecordDelivered(bool stopping) {
       internal::MutexLock lock(&segments_mu_);
       if (segments_.empty()) break;
       gone = segments_.front();
-      if (gone.id == active_segment_ || gone.last_index > done) {
-        deletable_until_.store(gone.id == active_segment_ ? ~uint64_t{0} : gone.last_index);
+      // The segment of the last chunk synced may still grow; those before are whole.
+      if (gone.id == synced_segment_ || gone.last_index > done) {
+        deletable_until_.store(gone.id == synced_segment_ ? ~uint64_t{0} : gone.last_index);
         break;
       }
       segments_.pop_front();

@@ -2,11 +2,13 @@
 // restart and an output outage longer than memory could hold.
 //
 // Persisted means durable. Publish copies each event's bytes into a write buffer and returns; the
-// queue's writer thread writes the buffer to the current segment and fdatasyncs it, then calls the
-// ACK callbacks and advances persisted_index() (group commit: everything published during one sync
-// shares the next). Consumers Get only persisted events: the newest buffer_size of them straight
-// from the written buffers, older ones read back from the segments. A batch's events point into
-// the buffer they were read from, freed once no batch points into it.
+// queue's writer thread writes the buffer to the current segment, and its sync thread fdatasyncs
+// what was written, then calls the ACK callbacks and advances persisted_index() (group commit:
+// everything written during one sync shares the next). The writer writes the next buffer while
+// the last one is in fdatasync, so that producers rarely wait for the device. Consumers Get only
+// persisted events: the newest buffer_size of them straight from the written buffers, older ones
+// read back from the segments. A batch's events point into the buffer they were read from, freed
+// once no batch points into it.
 //
 // Delivered progress. Done() is in any order, as with the memory queue; the highest index up to
 // which every event is done is recorded, as its sequence number, in the state file (`state`,
@@ -36,13 +38,16 @@
 //
 // Full. When the files would pass max_size, or the write buffer is full because the disk is slow or
 // failing (ENOSPC, EIO), publishes accept a prefix as with the memory queue: TryPublish returns
-// RESOURCE_EXHAUSTED, Publish waits. Nothing accepted is dropped: the writer keeps its buffer, logs
-// the error once, exposes it in DiskStats::last_error and retries with backoff until it succeeds;
-// space on disk comes back a whole segment at a time, as outputs finish them.
+// RESOURCE_EXHAUSTED, Publish waits. Nothing accepted is dropped: the writer (or the syncer) keeps
+// its buffer, logs the error once, exposes it in DiskStats::last_error and retries with backoff
+// until it succeeds (after a failed sync, everything not yet synced is written again: the kernel
+// may have dropped those pages); space on disk comes back a whole segment at a time, as outputs
+// finish them.
 //
-// Thread safety: as Queue. The queue runs one thread of its own (the writer), which calls the ACK
-// callbacks. Nothing else may write in `path` while the queue is open; a second queue on the same
-// directory, in this process or another, is refused (an flock on the directory).
+// Thread safety: as Queue. The queue runs two threads of its own: the writer, and the syncer,
+// which calls the ACK callbacks, deletes delivered segments and writes the state file. Nothing else
+// may write in `path` while the queue is open; a second queue on the same directory, in this
+// process or another, is refused (an flock on the directory).
 #ifndef SHIPPER_QUEUE_DISK_QUEUE_H_
 #define SHIPPER_QUEUE_DISK_QUEUE_H_
 
@@ -64,7 +69,7 @@ struct DiskStats {
   uint64_t syncs = 0;           // fdatasyncs of segments
   absl::Duration sync_time;     // their total duration
   uint64_t damaged_frames = 0;  // runs of damaged bytes stepped over, at recovery or read
-  absl::Status last_error;      // the writer's last I/O error until a write succeeds; else OK
+  absl::Status last_error;      // the last write or sync error until that call succeeds; else OK
 };
 
 class DiskQueue : public Queue {

@@ -140,7 +140,7 @@ TEST_F(DiskQueueTest, DoneSegmentsAreDeletedAndTheStateRecordsDelivery) {
   Batch first = queue->Get(40, In(absl::Seconds(10)));
   Batch second = queue->Get(40, In(absl::Seconds(10)));
   second.Done();
-  // The writer looks for segments to delete after each write: once an event published after
+  // The syncer looks for segments to delete after each sync: once an event published after
   // Done() is persisted, and then another, it has looked at least once.
   for (uint64_t i = 100; i < 102; ++i) {
     ASSERT_TRUE(Publish(producer.get(), i, 1).status.ok());

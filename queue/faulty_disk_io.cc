@@ -34,7 +34,7 @@ absl::string_view CallName(DiskCall call) {
 }
 
 // What a failing call returns: ENOSPC or EIO (the faults that only reads and writes can show
-// fail other calls with EIO).
+// fail other calls with EIO). Not for kStall, which passes.
 absl::Status FaultError(DiskFault fault, DiskCall call, const std::string& path) {
   return ErrnoError(fault == DiskFault::kEnospc || fault == DiskFault::kShortWrite ? ENOSPC : EIO,
                     CallName(call), path);
@@ -50,7 +50,7 @@ class FaultyFile final : public DiskFile {
   absl::StatusOr<size_t> Read(uint64_t offset, size_t size, char* out) override {
     io_->CountRead(size);
     DiskFault fault;
-    if (!io_->Take(DiskCall::kRead, name(), &fault)) return base_->Read(offset, size, out);
+    if (!Faulty(DiskCall::kRead, &fault)) return base_->Read(offset, size, out);
     if (fault == DiskFault::kShortRead) return base_->Read(offset, size > 1 ? size / 2 : 1, out);
     if (fault == DiskFault::kEndOfFile) return 0;
     return FaultError(fault, DiskCall::kRead, name());
@@ -58,7 +58,7 @@ class FaultyFile final : public DiskFile {
 
   absl::Status Write(uint64_t offset, absl::string_view data) override {
     DiskFault fault;
-    if (!io_->Take(DiskCall::kWrite, name(), &fault)) return base_->Write(offset, data);
+    if (!Faulty(DiskCall::kWrite, &fault)) return base_->Write(offset, data);
     if (fault == DiskFault::kShortWrite) {
       absl::Status half = base_->Write(offset, data.substr(0, data.size() / 2));
       if (!half.ok()) return half;
@@ -68,21 +68,19 @@ class FaultyFile final : public DiskFile {
 
   absl::Status Sync() override {
     DiskFault fault;
-    if (io_->Take(DiskCall::kSync, name(), &fault))
-      return FaultError(fault, DiskCall::kSync, name());
+    if (Faulty(DiskCall::kSync, &fault)) return FaultError(fault, DiskCall::kSync, name());
     return base_->Sync();
   }
 
   absl::StatusOr<uint64_t> Size() override {
     DiskFault fault;
-    if (io_->Take(DiskCall::kSize, name(), &fault))
-      return FaultError(fault, DiskCall::kSize, name());
+    if (Faulty(DiskCall::kSize, &fault)) return FaultError(fault, DiskCall::kSize, name());
     return base_->Size();
   }
 
   absl::Status Truncate(uint64_t size) override {
     DiskFault fault;
-    if (io_->Take(DiskCall::kTruncate, name(), &fault)) {
+    if (Faulty(DiskCall::kTruncate, &fault)) {
       return FaultError(fault, DiskCall::kTruncate, name());
     }
     return base_->Truncate(size);
@@ -90,12 +88,19 @@ class FaultyFile final : public DiskFile {
 
   absl::Status Lock() override {
     DiskFault fault;
-    if (io_->Take(DiskCall::kLock, name(), &fault))
-      return FaultError(fault, DiskCall::kLock, name());
+    if (Faulty(DiskCall::kLock, &fault)) return FaultError(fault, DiskCall::kLock, name());
     return base_->Lock();
   }
 
  private:
+  // Whether `call` is to fail, and how; a stall waits here and then passes.
+  bool Faulty(DiskCall call, DiskFault* fault) {
+    if (!io_->Take(call, name(), fault)) return false;
+    if (*fault != DiskFault::kStall) return true;
+    io_->Stall();
+    return false;
+  }
+
   const std::unique_ptr<DiskFile> base_;
   FaultyDiskIo* const io_;
 };
@@ -107,8 +112,22 @@ void FaultyDiskIo::Fail(DiskCall call, DiskFault fault, absl::string_view path_p
 }
 
 void FaultyDiskIo::Heal() {
-  internal::MutexLock lock(&mu_);
-  failures_.clear();
+  {
+    internal::MutexLock lock(&mu_);
+    failures_.clear();
+    ++heals_;
+  }
+  healed_.SignalAll();
+}
+
+void FaultyDiskIo::Stall() {
+  mu_.Lock();
+  const uint64_t heals = heals_;
+  while (heals_ == heals) {
+    healed_.WaitAndUnlock(&mu_, absl::InfiniteFuture());
+    mu_.Lock();
+  }
+  mu_.Unlock();
 }
 
 int FaultyDiskIo::calls(DiskCall call) const {

@@ -44,6 +44,7 @@ enum class DiskFault {
   kShortRead,   // a read returns half the bytes asked for (at least one): callers must read on
   kEndOfFile,   // a read returns no bytes, as if the file ended there
   kShortWrite,  // a write writes the first half of its bytes, then fails with ENOSPC
+  kStall,       // a file's call waits until Heal(), then passes: a device that takes its time
 };
 
 class FaultyDiskIo final : public DiskIo {
@@ -55,7 +56,7 @@ class FaultyDiskIo final : public DiskIo {
   // matches several failures takes the first one added.
   void Fail(DiskCall call, DiskFault fault, absl::string_view path_part = "", int times = -1,
             int skip = 0);
-  // Ends every failure: calls pass again.
+  // Ends every failure: calls pass again, stalled ones go on.
   void Heal();
   // How many `call`s were made, and how many of them failed.
   int calls(DiskCall call) const;
@@ -81,6 +82,8 @@ class FaultyDiskIo final : public DiskIo {
   // Counts `call` on `path` as made; true and its fault if it is to fail.
   bool Take(DiskCall call, const std::string& path, DiskFault* fault);
   void CountRead(size_t size);
+  // Waits until Heal() is called.
+  void Stall();
 
   DiskIo* const base_;
   mutable internal::Mutex mu_;
@@ -88,6 +91,8 @@ class FaultyDiskIo final : public DiskIo {
   int calls_[kDiskCalls] ABSL_GUARDED_BY(mu_) = {};
   int failed_[kDiskCalls] ABSL_GUARDED_BY(mu_) = {};
   size_t largest_read_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t heals_ ABSL_GUARDED_BY(mu_) = 0;
+  internal::CondVar healed_;
 };
 
 }  // namespace shipper::queue::testing

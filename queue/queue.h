@@ -68,7 +68,7 @@ struct PublishResult {
 // included; it never decreases from one call to the next, over all of the queue's producers). The
 // memory queue runs it inside a consumer's Batch::Done(): the consumer whose Done() advanced the
 // persisted index, or one already acking that takes the newer range over; the disk queue on its
-// writer thread, after the sync that made the events durable. Never concurrently with itself,
+// sync thread, after the sync that made the events durable. Never concurrently with itself,
 // never after the Producer is destroyed; it must be quick and must not call back into the queue
 // (what it may need to know is in its arguments).
 using AckCallback = std::function<void(uint64_t count, uint64_t persisted_index)>;
