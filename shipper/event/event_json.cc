@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -10,8 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "rapidjson/internal/dtoa.h"
-#include "rapidjson/internal/itoa.h"
 #include "shipper/event/wire_event.h"
 
 namespace shipper {
@@ -22,8 +21,67 @@ namespace kind = wire::value;
 
 // Room claimed from the buffer at a time: most documents fit in one window.
 constexpr size_t kWindow = 4096;
-// The longest number rapidjson writes: "-1.2345678901234567e-308", or 20 digits and a sign.
+// The longest number written: "-0.000001234567890123456", "-1.2345678901234567e-308", or 20
+// digits and a sign.
 constexpr size_t kMaxNumber = 25;
+
+// Writes `v` in decimal at `out` and returns the end.
+template <typename T>
+char* WriteInteger(T v, char* out) {
+  return std::to_chars(out, out + kMaxNumber, v).ptr;
+}
+
+// Writes the finite `v` at `out` as rapidjson's Writer::Double lays it out (its Prettify), and
+// returns the end: the shortest digits that read back as `v` (std::to_chars), as an integer with
+// ".0" up to 21 digits, with a point inside them or after "0.00000" down to 1e-6, else in
+// exponent form without '+' or leading zeros ("1e21", "1.5e-7"). -0 is "-0.0".
+char* WriteDouble(double v, char* out) {
+  if (std::signbit(v)) *out++ = '-';
+  v = std::fabs(v);
+  if (v == 0) {
+    std::memcpy(out, "0.0", 3);
+    return out + 3;
+  }
+  char sci[32];  // "d.ddde-XXX": at most 17 digits
+  char* const sci_end = std::to_chars(sci, sci + sizeof sci, v, std::chars_format::scientific).ptr;
+  char* const e = std::find(sci, sci_end, 'e');
+  char digits[20];
+  int length = 0;
+  for (const char* c = sci; c != e; ++c) {
+    if (*c != '.') digits[length++] = *c;
+  }
+  int exponent = 0;  // v = d.ddd × 10^exponent
+  std::from_chars(e[1] == '+' ? e + 2 : e + 1, sci_end, exponent);
+  const int kk = exponent + 1;  // v = 0.digits × 10^kk
+  const int k = kk - length;    // v = digits × 10^k
+  if (0 <= k && kk <= 21) {
+    std::memcpy(out, digits, length);
+    std::memset(out + length, '0', kk - length);
+    std::memcpy(out + kk, ".0", 2);
+    return out + kk + 2;
+  }
+  if (0 < kk && kk <= 21) {
+    std::memcpy(out, digits, kk);
+    out[kk] = '.';
+    std::memcpy(out + kk + 1, digits + kk, length - kk);
+    return out + length + 1;
+  }
+  if (-6 < kk && kk <= 0) {
+    const int offset = 2 - kk;
+    std::memcpy(out, "0.", 2);
+    std::memset(out + 2, '0', offset - 2);
+    std::memcpy(out + offset, digits, length);
+    return out + offset + length;
+  }
+  *out++ = digits[0];
+  if (length > 1) {
+    *out++ = '.';
+    std::memcpy(out, digits + 1, length - 1);
+    out += length - 1;
+  }
+  *out++ = 'e';
+  return std::to_chars(out, out + 5, kk - 1).ptr;
+}
 
 // What rapidjson escapes from UTF-8 to UTF-8: control characters, '"' and '\\'.
 constexpr std::array<bool, 256> kPlain = [] {
@@ -267,7 +325,7 @@ void Encoder::Timestamp(absl::string_view body) {
 
 void Encoder::Double(double d) {
   if (std::isfinite(d)) {
-    Number([](double v, char* out) { return rapidjson::internal::dtoa(v, out); }, d);
+    Number(WriteDouble, d);
   } else {
     Raw("null,");
   }
@@ -296,16 +354,16 @@ void Encoder::Value(absl::string_view body) {
       Double(absl::bit_cast<float>(static_cast<uint32_t>(v.scalar)));
       break;
     case kind::kInt32:
-      Number(rapidjson::internal::i32toa, static_cast<int32_t>(v.scalar));
+      Number(WriteInteger<int32_t>, static_cast<int32_t>(v.scalar));
       break;
     case kind::kInt64:
-      Number(rapidjson::internal::i64toa, static_cast<int64_t>(v.scalar));
+      Number(WriteInteger<int64_t>, static_cast<int64_t>(v.scalar));
       break;
     case kind::kUint32:
-      Number(rapidjson::internal::u32toa, static_cast<uint32_t>(v.scalar));
+      Number(WriteInteger<uint32_t>, static_cast<uint32_t>(v.scalar));
       break;
     case kind::kUint64:
-      Number(rapidjson::internal::u64toa, v.scalar);
+      Number(WriteInteger<uint64_t>, v.scalar);
       break;
     case kind::kString:
       String(v.bytes);
@@ -370,7 +428,7 @@ void Encoder::Document(absl::string_view event, uint64_t index, Metadata metadat
   Raw("\"stream_id\":");
   String(source[2]);
   Raw("\"index\":");
-  Number(rapidjson::internal::u64toa, index);
+  Number(WriteInteger<uint64_t>, index);
   if (!shadowed_->empty()) {
     // Fields and metadata entries named like the keys above, kept rather than dropped.
     Raw("\"shadowed\":{");

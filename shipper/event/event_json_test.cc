@@ -1,9 +1,13 @@
 #include "shipper/event/event_json.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <iostream>
 #include <limits>
+#include <random>
 #include <string>
 
+#include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "proto/messages.pb.h"
@@ -246,9 +250,29 @@ TEST(EventJsonTest, ShortAndWordSizedStringsWithAnEscapeAnywhereAreWrittenAsRapi
 }
 
 TEST(EventJsonTest, NumbersAreWrittenAsRapidjsonWritesThem) {
-  for (double d : {0.0, -0.0, 0.1, 1.0 / 3, 1e21, 1e-7, 123456789012345678.0,
-                   std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
-                   std::numeric_limits<double>::min(), std::numeric_limits<double>::denorm_min()}) {
+  for (double d : {0.0,
+                   -0.0,
+                   0.1,
+                   1.0 / 3,
+                   1e21,
+                   1e22,
+                   1e-7,
+                   1e-6,
+                   1.5e-6,
+                   123456789012345678.0,
+                   -2.5,
+                   100.0,
+                   1234.5678,
+                   9007199254740993.0,
+                   -1.2345678901234567e-308,
+                   0.000001234567890123456,
+                   1e100,
+                   3e-300,
+                   4.35,
+                   std::numeric_limits<double>::max(),
+                   std::numeric_limits<double>::lowest(),
+                   std::numeric_limits<double>::min(),
+                   std::numeric_limits<double>::denorm_min()}) {
     pb::Value value;
     value.set_float64_value(d);
     EXPECT_EQ(OneField("n", value), Rapidjson("n", [&](auto& w) { w.Double(d); }));
@@ -271,6 +295,36 @@ TEST(EventJsonTest, NumbersAreWrittenAsRapidjsonWritesThem) {
             Rapidjson("n", [&](auto& w) { w.Uint(std::numeric_limits<uint32_t>::max()); }));
   value.set_float32_value(0.1f);
   EXPECT_EQ(OneField("n", value), Rapidjson("n", [&](auto& w) { w.Double(0.1f); }));
+}
+
+// Doubles are written as their shortest digits (std::to_chars) laid out as rapidjson lays out
+// its Grisu2 digits. Grisu2 may pick a longer or a farther shortest form than to_chars (which
+// takes the nearest): every double reads back exactly, never with more digits than rapidjson's,
+// and the text is rapidjson's wherever both chose the same digits.
+TEST(EventJsonTest, RandomDoublesReadBackExactlyAsRapidjsonWritesThem) {
+  std::mt19937_64 random(42);
+  int differ = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const double d = absl::bit_cast<double>(random());
+    if (!std::isfinite(d)) continue;
+    pb::Value value;
+    value.set_float64_value(d);
+    const std::string ours = OneField("n", value);
+    rapidjson::Document doc;
+    doc.Parse(ours.data(), ours.size());
+    ASSERT_FALSE(doc.HasParseError()) << ours;
+    ASSERT_EQ(absl::bit_cast<uint64_t>(std::strtod(ours.c_str() + 5, nullptr)),
+              absl::bit_cast<uint64_t>(d))
+        << ours;
+    const std::string theirs = Rapidjson("n", [&](auto& w) { w.Double(d); });
+    if (ours != theirs) {
+      ++differ;
+      EXPECT_LE(ours.size(), theirs.size()) << ours << " against rapidjson's " << theirs;
+    }
+  }
+  std::cout << differ
+            << " of 200000 random doubles written with other digits than rapidjson's (as short or "
+               "shorter)\n";
 }
 
 TEST(EventJsonTest, OneWriterForManyEventsWritesWhatAppendEventJsonWrites) {
