@@ -5,8 +5,9 @@
 // (shipper.server.max_receive_memory); the two together, plus a fixed overhead, bound the
 // process's memory (README "Memory").
 //
-// A publish that cannot get its bytes waits a little (Acquire with a deadline) and is then
-// refused with partial acceptance (none of it, the client resends): the budget never grows.
+// A publish that cannot get its bytes waits a little (PublishEvents retries TryAcquire from an
+// alarm, so no serving thread blocks; Acquire waits with a deadline) and is then refused with
+// partial acceptance (none of it, the client resends): the budget never grows.
 //
 // Thread safety: every method from any thread.
 #ifndef SHIPPER_RUNTIME_MEMORY_BUDGET_H_

@@ -3,16 +3,23 @@
 // exactly once, intact, in the file output.
 #include <signal.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/producer.grpc.pb.h"
 #include "rapidjson/document.h"
+#include "runtime/eventually.h"
 #include "shipper/event/event_json.h"
 #include "tests/load/event_shapes.h"
 #include "tests/testing/shipper_process.h"
@@ -212,6 +219,108 @@ TEST(DeadOutputTest, FullQueueAcceptsAPrefixAndNothingIsReportedPersisted) {
   EXPECT_EQ(*code, 0) << shipper->Log();
   EXPECT_NE(shipper->Log().find("0 events delivered, 1000 left undelivered"), std::string::npos)
       << shipper->Log();
+}
+
+// Calls waiting for room in a full queue are parked, not run on a serving thread: with one
+// serving thread (--cpus=1) and clients whose calls keep waiting, a wrong-uuid request, which
+// needs no room, is refused at once (it waited behind every parked call's 500 ms before).
+TEST(DeadOutputTest, ARequestThatNeedsNoRoomIsAnsweredWhileCallsWaitForRoom) {
+  absl::StatusOr<testing::ShipperProcess> shipper = testing::ShipperProcess::Start(
+      {"--cpus=1", "-E", "shipper.output.file.path=/dev", "-E", "shipper.output.file.filename=full",
+       "-E", "shipper.queue.mem.events=100", "-E", "shipper.shutdown_timeout=1s"});
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  auto stub = Producer::NewStub(
+      grpc::CreateChannel(shipper->address(), grpc::InsecureChannelCredentials()));
+  {
+    pb::PublishRequest fill;
+    fill.set_uuid(shipper->uuid());
+    for (int seq = 0; seq < 100; ++seq) *fill.add_events() = TestEvent(seq);
+    pb::PublishReply reply;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->PublishEvents(&context, fill, &reply).ok());
+    ASSERT_EQ(reply.accepted_count(), 100u) << "the queue is full";
+  }
+  constexpr int kWaiters = 4;
+  std::atomic<bool> stop{false};
+  std::vector<std::atomic<int>> refused(kWaiters);
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      auto own = Producer::NewStub(
+          grpc::CreateChannel(shipper->address(), grpc::InsecureChannelCredentials()));
+      pb::PublishRequest request;
+      request.set_uuid(shipper->uuid());
+      for (int seq = 0; seq < 10; ++seq) *request.add_events() = TestEvent(seq);
+      while (!stop.load()) {
+        pb::PublishReply reply;
+        grpc::ClientContext context;
+        if (own->PublishEvents(&context, request, &reply).ok() && reply.accepted_count() == 0) {
+          ++refused[i];
+        }
+      }
+    });
+  }
+  // Every client has waited its 500 ms at least once and is waiting again.
+  EXPECT_TRUE(runtime::Eventually([&] {
+    for (const std::atomic<int>& n : refused) {
+      if (n.load() == 0) return false;
+    }
+    return true;
+  }));
+  pb::PublishRequest wrong;
+  wrong.set_uuid("not-this-shippers-uuid");
+  *wrong.add_events() = TestEvent(0);
+  absl::Duration slowest;
+  for (int i = 0; i < 5; ++i) {
+    pb::PublishReply reply;
+    grpc::ClientContext context;
+    const absl::Time start = absl::Now();
+    const grpc::Status status = stub->PublishEvents(&context, wrong, &reply);
+    slowest = std::max(slowest, absl::Now() - start);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
+  }
+  std::cerr << "slowest wrong-uuid refusal: " << slowest << "\n";
+  EXPECT_LT(slowest, absl::Milliseconds(50));
+  stop.store(true);
+  for (std::thread& waiter : waiters) waiter.join();
+  shipper->Signal(SIGTERM);
+  absl::StatusOr<int> code = shipper->Wait(absl::Seconds(15));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0) << shipper->Log();
+}
+
+// A request the memory budget cannot take is answered like a full queue's: none accepted, with
+// the index of the last event accepted so far (the wire API's accepted_index), not the persisted
+// index.
+TEST(DeadOutputTest, ABudgetRefusalCarriesTheLastAcceptedIndex) {
+  pb::PublishRequest request;
+  for (int seq = 0; seq < 20; ++seq) *request.add_events() = TestEvent(seq);
+  const size_t request_bytes = request.ByteSizeLong() + 100;  // with the uuid
+  absl::StatusOr<testing::ShipperProcess> shipper = testing::ShipperProcess::Start(
+      {"-E", "shipper.output.file.path=/dev", "-E", "shipper.output.file.filename=full", "-E",
+       absl::StrCat("shipper.queue.mem.bytes=", request_bytes * 3 / 2), "-E",
+       "shipper.shutdown_timeout=1s"});
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  request.set_uuid(shipper->uuid());
+  auto stub = Producer::NewStub(
+      grpc::CreateChannel(shipper->address(), grpc::InsecureChannelCredentials()));
+  pb::PublishReply reply;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->PublishEvents(&context, request, &reply).ok());
+    ASSERT_EQ(reply.accepted_count(), 20u);
+    ASSERT_EQ(reply.accepted_index(), 20u);
+  }
+  {
+    grpc::ClientContext context;
+    const grpc::Status status = stub->PublishEvents(&context, request, &reply);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(reply.accepted_count(), 0u) << "the budget holds the first request";
+    EXPECT_EQ(reply.accepted_index(), 20u) << "the last accepted index, not the persisted (0)";
+  }
+  shipper->Signal(SIGTERM);
+  absl::StatusOr<int> code = shipper->Wait(absl::Seconds(15));
+  ASSERT_TRUE(code.ok()) << code.status();
 }
 
 // With the disk queue, persisted means synced, not delivered: the stop line counted every synced

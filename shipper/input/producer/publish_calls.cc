@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "grpcpp/alarm.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "proto/messages.pb.h"
 #include "shipper/input/producer/received_request.h"
@@ -19,8 +20,12 @@ namespace pb = elastic::agent::shipper::v1::messages;
 namespace {
 
 // Longest a publish waits for room when nothing of it fits: the client resends what was not
-// accepted, so holding a gRPC thread longer only delays that.
+// accepted, so parking it longer only delays that.
 constexpr absl::Duration kMaxPublishWait = absl::Milliseconds(500);
+
+// A parked call tries again after this, the pause doubling up to kMaxRetryPause.
+constexpr absl::Duration kFirstRetryPause = absl::Milliseconds(2);
+constexpr absl::Duration kMaxRetryPause = absl::Milliseconds(20);
 
 // How long an idle Serve() thread waits before checking whether its pool shrank.
 constexpr absl::Duration kServePoll = absl::Milliseconds(500);
@@ -47,10 +52,10 @@ class PublishCalls::Request final : public queue::EventOwner {
  public:
   explicit Request(runtime::MemoryBudget* budget) : budget_(budget) {}
 
-  // Takes `bytes` of the budget for this request's copy, waiting until `deadline` at most; they
-  // go back when the request is freed. False when they could not be had. Call once.
-  bool Charge(size_t bytes, absl::Time deadline) {
-    if (!budget_->Acquire(bytes, deadline)) return false;
+  // Takes `bytes` of the budget for this request's copy if they fit now; they go back when the
+  // request is freed. False when they could not be had. Until it succeeds, at most once per call.
+  bool Charge(size_t bytes) {
+    if (!budget_->TryAcquire(bytes)) return false;
     charged_ = bytes;
     return true;
   }
@@ -98,7 +103,8 @@ class PublishCalls::Call final {
   ~Call() { request_->Release(); }
 
   // The call arrived (!ok: the server is shutting down), then its message was read (!ok: none
-  // came), then the reply was sent.
+  // came), then (any number of times) its alarm fired while it waited for room (!ok: the alarm
+  // was cancelled: decide now), then the reply was sent.
   void Proceed(bool ok) {
     switch (state_) {
       case State::kArriving:
@@ -115,7 +121,12 @@ class PublishCalls::Call final {
           return Refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                      "PublishEvents: no request message"));
         }
-        return Reply();
+        start_ = absl::Now();
+        // How long a publish may wait for memory or for room in the queue.
+        deadline_ = std::min(absl::FromChrono(context_.deadline()), start_ + kMaxPublishWait);
+        return Attempt(/*may_wait=*/true);
+      case State::kWaiting:
+        return Attempt(/*may_wait=*/ok);
       case State::kFinishing:
         break;
     }
@@ -123,23 +134,40 @@ class PublishCalls::Call final {
   }
 
  private:
-  enum class State { kArriving, kReading, kFinishing };
+  enum class State { kArriving, kReading, kWaiting, kFinishing };
 
-  void Reply() {
-    const absl::Time start = absl::Now();
-    // How long a publish may wait for memory or for room in the queue.
-    const absl::Time deadline =
-        std::min(absl::FromChrono(context_.deadline()), absl::Now() + kMaxPublishWait);
+  // Tries to take the request into the budget and its events into the queue without blocking;
+  // parks the call on an alarm when there is no room yet, `may_wait` and the deadline is ahead.
+  void Attempt(bool may_wait) {
+    may_wait = may_wait && absl::Now() < deadline_;
     grpc::Status status;
-    const bool received = calls_->Receive(bytes_, deadline, *request_, &status);
-    bytes_.Clear();  // from here on only the request's own copy holds the events
-    // Only now the next call takes our place: the number of calls bounds what gRPC holds.
-    new Call(calls_);
-    if (received) status = calls_->Publish(deadline, *request_);
+    if (!received_) {
+      const Outcome outcome = calls_->Receive(bytes_, may_wait, *request_, &status);
+      if (outcome == Outcome::kWait) return Park();
+      bytes_.Clear();  // from here on only the request's own copy holds the events
+      // Only now the next call takes our place: the number of calls bounds what gRPC holds.
+      new Call(calls_);
+      received_ = true;
+      if (outcome == Outcome::kDecided) return Reply(status);
+    }
+    if (calls_->Publish(may_wait, *request_, &status) == Outcome::kWait) return Park();
+    Reply(status);
+  }
+
+  // Frees this completion-queue thread; the call comes back (kWaiting) when the alarm fires.
+  void Park() {
+    state_ = State::kWaiting;
+    const absl::Time wake = std::min(deadline_, absl::Now() + pause_);
+    pause_ = std::min(pause_ * 2, kMaxRetryPause);
+    alarm_ = std::make_unique<grpc::Alarm>();
+    alarm_->Set(calls_->cq_.get(), absl::ToChronoTime(wake), this);
+  }
+
+  void Reply(const grpc::Status& status) {
     metrics::ShipperMetrics::Get().Published(
         request_->scanned().events.size(), request_->reply().accepted_count(),
         request_->reply().accepted_index(), static_cast<absl::StatusCode>(status.error_code()),
-        start);
+        start_);
     state_ = State::kFinishing;
     if (!status.ok()) return stream_.Finish(status, this);
     stream_.WriteAndFinish(Serialized(request_->reply()), grpc::WriteOptions(), status, this);
@@ -157,6 +185,11 @@ class PublishCalls::Call final {
   grpc::GenericServerAsyncReaderWriter stream_;
   grpc::ByteBuffer bytes_;  // the request as received; empty once copied
   State state_ = State::kArriving;
+  bool received_ = false;  // the request was copied or refused, and the next call posted
+  absl::Time start_;
+  absl::Time deadline_;
+  absl::Duration pause_ = kFirstRetryPause;
+  std::unique_ptr<grpc::Alarm> alarm_;  // set while parked; a new one for every wait
 };
 
 PublishCalls::PublishCalls(queue::Queue* queue, runtime::MemoryBudget* budget, std::string uuid,
@@ -213,72 +246,90 @@ void PublishCalls::Finish() {
   while (cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
 }
 
-bool PublishCalls::Receive(const grpc::ByteBuffer& bytes, absl::Time deadline, Request& request,
-                           grpc::Status* status) {
+PublishCalls::Outcome PublishCalls::Receive(const grpc::ByteBuffer& bytes, bool may_wait,
+                                            Request& request, grpc::Status* status) {
   pb::PublishReply& reply = request.reply();
   reply.set_uuid(uuid_);
   // Take() refuses what is larger than max_message_size before it copies anything.
   const size_t size = bytes.Length();
-  if (size <= limits_.max_message_size && !request.Charge(size, deadline)) {
+  if (size <= limits_.max_message_size && !request.Charge(size)) {
     if (budget_->capacity() != 0 && size > budget_->capacity()) {
       *status =
           grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                        absl::StrCat("request of ", size, " bytes is larger than the memory budget ",
                                     "shipper.queue.mem.bytes (", budget_->capacity(),
                                     " bytes): send fewer events per request"));
-      return false;
+      return Outcome::kDecided;
     }
-    // Spent for now: as a full queue, none accepted, and the client resends.
+    if (!accepting_.load(std::memory_order_relaxed)) {
+      *status = ShuttingDown();
+      return Outcome::kDecided;
+    }
+    if (may_wait) return Outcome::kWait;
+    // Spent for now: as a full queue, none accepted (the index of the last event accepted so
+    // far), and the client resends.
     reply.set_accepted_count(0);
-    reply.set_accepted_index(queue_->persisted_index());
+    reply.set_accepted_index(queue_->published_index());
     *status = grpc::Status::OK;
-    return false;
+    return Outcome::kDecided;
   }
   const absl::Status taken = request.received().Take(bytes, limits_);
   if (!taken.ok()) {
     // absl's and gRPC's codes are the same numbers.
     *status =
         grpc::Status(static_cast<grpc::StatusCode>(taken.code()), std::string(taken.message()));
-    return false;
+    return Outcome::kDecided;
   }
-  return true;
+  return Outcome::kReceived;
 }
 
-grpc::Status PublishCalls::Publish(absl::Time deadline, Request& request) {
+grpc::Status PublishCalls::ShuttingDown() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "shipper is shutting down; resend to its successor");
+}
+
+PublishCalls::Outcome PublishCalls::Publish(bool may_wait, Request& request, grpc::Status* status) {
+  *status = grpc::Status::OK;
   const ScannedRequest& scanned = request.scanned();
   if (!scanned.uuid.empty() && scanned.uuid != uuid_) {
-    return grpc::Status(
+    *status = grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("request uuid '", scanned.uuid, "' is not this shipper's uuid '", uuid_,
                      "': the shipper restarted; rewind to your last persisted index and "
                      "resend with the new uuid"));
+    return Outcome::kDecided;
   }
   const size_t n = scanned.events.size();
   if (n == 0) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "request has no events: send at least one");
+    *status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                           "request has no events: send at least one");
+    return Outcome::kDecided;
   }
-  const grpc::Status shutting_down(grpc::StatusCode::UNAVAILABLE,
-                                   "shipper is shutting down; resend to its successor");
-  if (!accepting_.load(std::memory_order_relaxed)) return shutting_down;
+  if (!accepting_.load(std::memory_order_relaxed)) {
+    *status = ShuttingDown();
+    return Outcome::kDecided;
+  }
 
   // Each event is its bytes (wire_event.h), which are also what it counts against the queue's
-  // byte limit.
+  // byte limit. Events not accepted give their reference back when `events` goes.
   absl::InlinedVector<queue::Event, 64> events;
   events.reserve(n);
   request.AddRefs(static_cast<int64_t>(n));
   for (absl::string_view event : scanned.events) {
     events.emplace_back(event.data(), static_cast<uint32_t>(event.size()), &request);
   }
-  queue::PublishResult result = producer_->TryPublish(absl::MakeSpan(events));
-  if (result.accepted == 0 && absl::IsResourceExhausted(result.status)) {
-    result = producer_->Publish(absl::MakeSpan(events), deadline);
+  const queue::PublishResult result = producer_->TryPublish(absl::MakeSpan(events));
+  if (result.accepted == 0 && absl::IsResourceExhausted(result.status) && may_wait) {
+    return Outcome::kWait;
   }
-  if (result.accepted == 0 && !accepting_.load(std::memory_order_relaxed)) return shutting_down;
+  if (result.accepted == 0 && !accepting_.load(std::memory_order_relaxed)) {
+    *status = ShuttingDown();
+    return Outcome::kDecided;
+  }
   pb::PublishReply& reply = request.reply();
   reply.set_accepted_count(static_cast<uint32_t>(result.accepted));
   reply.set_accepted_index(result.last_index);
-  return grpc::Status::OK;
+  return Outcome::kDecided;
 }
 
 }  // namespace shipper

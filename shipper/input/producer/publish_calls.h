@@ -8,9 +8,19 @@
 //
 // Each request's copy counts against the memory budget (runtime/memory_budget.h) from before it
 // is copied until the request is freed. When the budget cannot take a request, it waits as for
-// room in the queue and then replies that none of it was accepted (the client resends), so
-// memory never grows past the budget; a request larger than the whole budget is refused with
-// RESOURCE_EXHAUSTED naming shipper.queue.mem.bytes.
+// room in the queue and then replies that none of it was accepted, with accepted_index the index
+// of the last event accepted so far (the client resends), so memory never grows past the budget;
+// a request larger than the whole budget is refused with RESOURCE_EXHAUSTED naming
+// shipper.queue.mem.bytes.
+//
+// Waiting never holds a serving thread: a call that finds no room (in the budget, or nothing of
+// it fits in the queue) parks on a grpc::Alarm on the completion queue and tries again, without
+// blocking, every few milliseconds (2 ms doubling to 20 ms) until min(its deadline, 500 ms after
+// its request arrived), then replies as above. So a request that needs no room (a wrong uuid, a
+// bad request) is answered at once however many calls wait. A call parked for the budget still
+// holds gRPC's buffer and its place among the posted calls; the next call is posted once its
+// request is copied or refused. After StopAccepting() a parked call answers UNAVAILABLE at its
+// next try; an alarm that fires cancelled (!ok) makes the call decide at once.
 //
 // The calls are served with gRPC's async API so that they run on threads sized from the CPU
 // quota (a WorkerPool calling Serve()); gRPC's callback threads are sized from the host's cores
@@ -70,14 +80,22 @@ class PublishCalls {
   class Call;
   class Request;
 
-  // Charges the memory budget for `bytes` (waiting until `deadline` at most) and copies and
-  // scans them into the request. False when the call is decided already: *status (and, when OK,
-  // the reply: none accepted) is what to send.
-  bool Receive(const grpc::ByteBuffer& bytes, absl::Time deadline, Request& request,
-               grpc::Status* status);
-  // Puts the received request's events into the queue (waiting until `deadline` at most when
-  // none fits) and fills the reply; the status to send.
-  grpc::Status Publish(absl::Time deadline, Request& request);
+  // What a non-blocking step of a call came to.
+  enum class Outcome {
+    kReceived,  // Receive: the request is copied and charged; go on to Publish
+    kDecided,   // *status (and, when OK, the reply) is what to send
+    kWait,      // no room yet: try again later (only when the step was told it may wait)
+  };
+
+  // Charges the memory budget for `bytes` if they fit now, and copies and scans them into the
+  // request. When they do not fit: kWait if `may_wait`, else decided: none accepted, with the
+  // index of the last event accepted so far (as a full queue's reply).
+  Outcome Receive(const grpc::ByteBuffer& bytes, bool may_wait, Request& request,
+                  grpc::Status* status);
+  // Puts what fits now of the received request's events into the queue and fills the reply.
+  // When none fits: kWait if `may_wait`, else decided: none accepted.
+  Outcome Publish(bool may_wait, Request& request, grpc::Status* status);
+  static grpc::Status ShuttingDown();
 
   // Constant after construction.
   queue::Queue* const queue_;
