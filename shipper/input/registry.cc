@@ -1,5 +1,6 @@
 #include "shipper/input/registry.h"
 
+#include "shipper/input/otlp/otlp_settings.h"
 #include "shipper/input/producer/producer_input.h"
 
 namespace shipper {
@@ -7,6 +8,7 @@ namespace shipper {
 const std::vector<InputType>& Inputs() {
   static const std::vector<InputType>* inputs = new std::vector<InputType>{
       ProducerInputType(),
+      OtlpInputType(),
   };
   return *inputs;
 }
