@@ -1,0 +1,505 @@
+#include "shipper/input/otlp/otlp_json.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/arena.h"
+#include "proto/rpc/status.pb.h"
+#include "rapidjson/document.h"
+#include "rapidjson/error/en.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+
+namespace shipper::otlp {
+namespace {
+
+namespace common = opentelemetry::proto::common::v1;
+namespace logs = opentelemetry::proto::logs::v1;
+namespace service = opentelemetry::proto::collector::logs::v1;
+using Value = rapidjson::Value;
+
+// Protobuf's parser refuses messages nested deeper than this: nothing decoded here is.
+constexpr int kMaxDepth = 100;
+
+// Where a value sits in the request, for error messages; lives on the stack of the decoder's
+// recursion, each level pointing at its parent.
+struct Path {
+  const Path* parent = nullptr;
+  absl::string_view field;  // empty for an element of a list
+  int index = -1;           // the element's index in its list
+
+  Path Field(absl::string_view name) const { return Path{this, name, -1}; }
+  Path Element(int i) const { return Path{this, {}, i}; }
+
+  std::string ToString() const {
+    std::string out = parent ? parent->ToString() : "";
+    if (index >= 0) return absl::StrCat(out, "[", index, "]");
+    return out.empty() ? std::string(field) : absl::StrCat(out, ".", field);
+  }
+};
+
+absl::Status Invalid(const Path& path, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("OTLP/JSON ", path.ToString(), ": ", what));
+}
+
+// A member named `camel` (lowerCamelCase, as OTLP/JSON writes it) or `snake` (the proto's name).
+bool Named(const Value& name, absl::string_view camel, absl::string_view snake) {
+  const absl::string_view n(name.GetString(), name.GetStringLength());
+  return n == camel || n == snake;
+}
+
+absl::string_view View(const Value& v) { return {v.GetString(), v.GetStringLength()}; }
+
+absl::Status GetString(const Value& v, const Path& path, std::string* out) {
+  if (v.IsNull()) return absl::OkStatus();
+  if (!v.IsString()) return Invalid(path, "expected a string");
+  out->assign(v.GetString(), v.GetStringLength());
+  return absl::OkStatus();
+}
+
+absl::Status GetBool(const Value& v, const Path& path, bool* out) {
+  if (v.IsNull()) return absl::OkStatus();
+  if (!v.IsBool()) return Invalid(path, "expected true or false");
+  *out = v.GetBool();
+  return absl::OkStatus();
+}
+
+// An integer in [min, max], as a JSON number (an integral one also in exponent form: 1e3) or as a
+// decimal string, as protobuf's JSON mapping takes 64-bit integers.
+template <typename T>
+absl::Status GetInteger(const Value& v, const Path& path, T* out) {
+  constexpr T kMin = std::numeric_limits<T>::min(), kMax = std::numeric_limits<T>::max();
+  if (v.IsNull()) return absl::OkStatus();
+  bool fits = false;
+  if (v.IsInt64()) {
+    const int64_t i = v.GetInt64();
+    fits = std::is_signed_v<T> ? i >= static_cast<int64_t>(kMin) && i <= static_cast<int64_t>(kMax)
+                               : i >= 0 && static_cast<uint64_t>(i) <= kMax;
+    if (fits) *out = static_cast<T>(i);
+  } else if (v.IsUint64()) {  // above INT64_MAX
+    fits = v.GetUint64() <= static_cast<uint64_t>(kMax);
+    if (fits) *out = static_cast<T>(v.GetUint64());
+  } else if (v.IsDouble()) {
+    const double d = v.GetDouble();
+    // 2^63 and 2^64 are exact doubles; the largest in range are below them.
+    fits = std::trunc(d) == d && d >= static_cast<double>(kMin) &&
+           d < static_cast<double>(kMax) + 1.0;
+    if (fits) *out = static_cast<T>(d);
+  } else if (v.IsString()) {
+    const absl::string_view s = View(v);
+    if (std::is_signed_v<T>) {
+      int64_t i;
+      fits = !s.empty() && s.front() != ' ' && s.back() != ' ' && absl::SimpleAtoi(s, &i) &&
+             i >= static_cast<int64_t>(kMin) && i <= static_cast<int64_t>(kMax);
+      if (fits) *out = static_cast<T>(i);
+    } else {
+      uint64_t u;
+      fits = !s.empty() && s.front() != ' ' && s.back() != ' ' && absl::SimpleAtoi(s, &u) &&
+             u <= static_cast<uint64_t>(kMax);
+      if (fits) *out = static_cast<T>(u);
+    }
+  }
+  if (fits) return absl::OkStatus();
+  return Invalid(path, absl::StrCat("expected an integer from ", kMin, " to ", kMax,
+                                    " (a number or a decimal string)"));
+}
+
+absl::Status GetDouble(const Value& v, const Path& path, double* out) {
+  if (v.IsNull()) return absl::OkStatus();
+  if (v.IsNumber()) {
+    *out = v.GetDouble();
+    return absl::OkStatus();
+  }
+  if (v.IsString()) {
+    const absl::string_view s = View(v);
+    if (s == "NaN") {
+      *out = std::numeric_limits<double>::quiet_NaN();
+    } else if (s == "Infinity") {
+      *out = std::numeric_limits<double>::infinity();
+    } else if (s == "-Infinity") {
+      *out = -std::numeric_limits<double>::infinity();
+    } else if (s.empty() || s.front() == ' ' || s.back() == ' ' || !absl::SimpleAtod(s, out) ||
+               !std::isfinite(*out)) {
+      return Invalid(path, "expected a number, a numeric string, \"NaN\" or \"±Infinity\"");
+    }
+    return absl::OkStatus();
+  }
+  return Invalid(path, "expected a number");
+}
+
+absl::Status GetBase64(const Value& v, const Path& path, std::string* out) {
+  if (v.IsNull()) return absl::OkStatus();
+  if (!v.IsString()) return Invalid(path, "expected a base64 string");
+  // Protobuf's JSON mapping takes either alphabet, padded or not.
+  if (absl::Base64Unescape(View(v), out) || absl::WebSafeBase64Unescape(View(v), out)) {
+    return absl::OkStatus();
+  }
+  return Invalid(path, "not base64");
+}
+
+// A trace or span id: `bytes` bytes as hex digits (either case), or empty.
+absl::Status GetHexId(const Value& v, const Path& path, size_t bytes, std::string* out) {
+  if (v.IsNull()) return absl::OkStatus();
+  const auto wrong = [&] {
+    return Invalid(path, absl::StrCat("expected ", 2 * bytes,
+                                      " hex digits or \"\" (OTLP/JSON ids are hex, not base64)"));
+  };
+  if (!v.IsString()) return wrong();
+  const absl::string_view s = View(v);
+  if (s.empty()) return absl::OkStatus();
+  if (s.size() != 2 * bytes) return wrong();
+  for (char c : s) {
+    if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return wrong();
+  }
+  *out = absl::HexStringToBytes(s);
+  return absl::OkStatus();
+}
+
+// Iterates over the members of the object `v` (null: none) and calls `member(name, value)` for
+// each; INVALID_ARGUMENT when `v` is something else.
+template <typename F>
+absl::Status ForEachMember(const Value& v, const Path& path, F&& member) {
+  if (v.IsNull()) return absl::OkStatus();
+  if (!v.IsObject()) return Invalid(path, "expected an object");
+  for (const auto& m : v.GetObject()) {
+    absl::Status status = member(m.name, m.value);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+// Calls `element(value, path)` for each element of the list `v` (null: none).
+template <typename F>
+absl::Status ForEachElement(const Value& v, const Path& path, F&& element) {
+  if (v.IsNull()) return absl::OkStatus();
+  if (!v.IsArray()) return Invalid(path, "expected a list");
+  int i = 0;
+  for (const Value& e : v.GetArray()) {
+    absl::Status status = element(e, path.Element(i++));
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+// Decodes one request; `depth_` counts the messages open around the one being decoded.
+class Decoder {
+ public:
+  absl::Status Request(const Value& v, service::ExportLogsServiceRequest* out) {
+    const Path root{nullptr, "request", -1};
+    if (!v.IsObject()) return Invalid(root, "expected an object (ExportLogsServiceRequest)");
+    return Message(root, [&] {
+      return ForEachMember(v, root, [&](const Value& name, const Value& value) {
+        if (!Named(name, "resourceLogs", "resource_logs")) return absl::OkStatus();
+        const Path path = root.Field("resourceLogs");
+        return ForEachElement(value, path, [&](const Value& e, const Path& p) {
+          return ResourceLogs(e, p, out->add_resource_logs());
+        });
+      });
+    });
+  }
+
+ private:
+  // Runs `decode` one message deeper; INVALID_ARGUMENT beyond kMaxDepth.
+  template <typename F>
+  absl::Status Message(const Path& path, F&& decode) {
+    if (depth_ >= kMaxDepth) {
+      return Invalid(path, absl::StrCat("nested deeper than ", kMaxDepth, " messages"));
+    }
+    ++depth_;
+    absl::Status status = decode();
+    --depth_;
+    return status;
+  }
+
+  absl::Status ResourceLogs(const Value& v, const Path& path, logs::ResourceLogs* out) {
+    return Message(path, [&] {
+      return ForEachMember(v, path, [&](const Value& name, const Value& value) {
+        if (Named(name, "resource", "resource")) {
+          return Resource(value, path.Field("resource"), out->mutable_resource());
+        }
+        if (Named(name, "scopeLogs", "scope_logs")) {
+          return ForEachElement(value, path.Field("scopeLogs"), [&](const Value& e, const Path& p) {
+            return ScopeLogs(e, p, out->add_scope_logs());
+          });
+        }
+        if (Named(name, "schemaUrl", "schema_url")) {
+          return GetString(value, path.Field("schemaUrl"), out->mutable_schema_url());
+        }
+        return absl::OkStatus();
+      });
+    });
+  }
+
+  absl::Status Resource(const Value& v, const Path& path,
+                        opentelemetry::proto::resource::v1::Resource* out) {
+    return Message(path, [&] {
+      return ForEachMember(v, path, [&](const Value& name, const Value& value) {
+        if (Named(name, "attributes", "attributes")) {
+          return KeyValues(value, path.Field("attributes"), out->mutable_attributes());
+        }
+        if (Named(name, "droppedAttributesCount", "dropped_attributes_count")) {
+          return SetInteger<uint32_t>(value, path.Field("droppedAttributesCount"),
+                            [&](uint32_t n) { out->set_dropped_attributes_count(n); });
+        }
+        return absl::OkStatus();
+      });
+    });
+  }
+
+  absl::Status ScopeLogs(const Value& v, const Path& path, logs::ScopeLogs* out) {
+    return Message(path, [&] {
+      return ForEachMember(v, path, [&](const Value& name, const Value& value) {
+        if (Named(name, "scope", "scope")) {
+          return Scope(value, path.Field("scope"), out->mutable_scope());
+        }
+        if (Named(name, "logRecords", "log_records")) {
+          return ForEachElement(value, path.Field("logRecords"),
+                                [&](const Value& e, const Path& p) {
+                                  return LogRecord(e, p, out->add_log_records());
+                                });
+        }
+        if (Named(name, "schemaUrl", "schema_url")) {
+          return GetString(value, path.Field("schemaUrl"), out->mutable_schema_url());
+        }
+        return absl::OkStatus();
+      });
+    });
+  }
+
+  absl::Status Scope(const Value& v, const Path& path, common::InstrumentationScope* out) {
+    return Message(path, [&] {
+      return ForEachMember(v, path, [&](const Value& name, const Value& value) {
+        if (Named(name, "name", "name")) {
+          return GetString(value, path.Field("name"), out->mutable_name());
+        }
+        if (Named(name, "version", "version")) {
+          return GetString(value, path.Field("version"), out->mutable_version());
+        }
+        if (Named(name, "attributes", "attributes")) {
+          return KeyValues(value, path.Field("attributes"), out->mutable_attributes());
+        }
+        if (Named(name, "droppedAttributesCount", "dropped_attributes_count")) {
+          return SetInteger<uint32_t>(value, path.Field("droppedAttributesCount"),
+                            [&](uint32_t n) { out->set_dropped_attributes_count(n); });
+        }
+        return absl::OkStatus();
+      });
+    });
+  }
+
+  absl::Status LogRecord(const Value& v, const Path& path, logs::LogRecord* out) {
+    return Message(path, [&] {
+      return ForEachMember(v, path, [&](const Value& name, const Value& value) {
+        if (Named(name, "timeUnixNano", "time_unix_nano")) {
+          return SetInteger<uint64_t>(value, path.Field("timeUnixNano"),
+                            [&](uint64_t t) { out->set_time_unix_nano(t); });
+        }
+        if (Named(name, "observedTimeUnixNano", "observed_time_unix_nano")) {
+          return SetInteger<uint64_t>(value, path.Field("observedTimeUnixNano"),
+                            [&](uint64_t t) { out->set_observed_time_unix_nano(t); });
+        }
+        if (Named(name, "severityNumber", "severity_number")) {
+          return Severity(value, path.Field("severityNumber"), out);
+        }
+        if (Named(name, "severityText", "severity_text")) {
+          return GetString(value, path.Field("severityText"), out->mutable_severity_text());
+        }
+        if (Named(name, "body", "body")) {
+          return AnyValue(value, path.Field("body"), out->mutable_body());
+        }
+        if (Named(name, "attributes", "attributes")) {
+          return KeyValues(value, path.Field("attributes"), out->mutable_attributes());
+        }
+        if (Named(name, "droppedAttributesCount", "dropped_attributes_count")) {
+          return SetInteger<uint32_t>(value, path.Field("droppedAttributesCount"),
+                            [&](uint32_t n) { out->set_dropped_attributes_count(n); });
+        }
+        if (Named(name, "flags", "flags")) {
+          return SetInteger<uint32_t>(value, path.Field("flags"), [&](uint32_t f) { out->set_flags(f); });
+        }
+        if (Named(name, "traceId", "trace_id")) {
+          return GetHexId(value, path.Field("traceId"), 16, out->mutable_trace_id());
+        }
+        if (Named(name, "spanId", "span_id")) {
+          return GetHexId(value, path.Field("spanId"), 8, out->mutable_span_id());
+        }
+        if (Named(name, "eventName", "event_name")) {
+          return GetString(value, path.Field("eventName"), out->mutable_event_name());
+        }
+        return absl::OkStatus();
+      });
+    });
+  }
+
+  // An integer (an enum's number, as OTLP/JSON writes it), or a SeverityNumber's name.
+  static absl::Status Severity(const Value& v, const Path& path, logs::LogRecord* out) {
+    logs::SeverityNumber named;
+    if (v.IsString() && logs::SeverityNumber_Parse(std::string(View(v)), &named)) {
+      out->set_severity_number(named);
+      return absl::OkStatus();
+    }
+    if (v.IsString()) return Invalid(path, "expected an integer or a SeverityNumber name");
+    // Proto3 enums are open: any int32 is kept as it came, as from protobuf.
+    return SetInteger<int32_t>(v, path,
+                      [&](int32_t n) { out->set_severity_number(logs::SeverityNumber(n)); });
+  }
+
+  // GetInteger into a T, then `set(T)` it unless the value is null.
+  template <typename T, typename F>
+  static absl::Status SetInteger(const Value& v, const Path& path, F&& set) {
+    T n = 0;
+    absl::Status status = GetInteger(v, path, &n);
+    if (status.ok() && !v.IsNull()) set(n);
+    return status;
+  }
+
+  absl::Status KeyValues(const Value& v, const Path& path,
+                         google::protobuf::RepeatedPtrField<common::KeyValue>* out) {
+    return ForEachElement(v, path, [&](const Value& e, const Path& p) {
+      common::KeyValue* kv = out->Add();
+      return Message(p, [&] {
+        return ForEachMember(e, p, [&](const Value& name, const Value& value) {
+          if (Named(name, "key", "key")) return GetString(value, p.Field("key"), kv->mutable_key());
+          if (Named(name, "value", "value")) {
+            return AnyValue(value, p.Field("value"), kv->mutable_value());
+          }
+          return absl::OkStatus();
+        });
+      });
+    });
+  }
+
+  // The one value of an AnyValue; an object without one is the empty value (null).
+  absl::Status AnyValue(const Value& v, const Path& path, common::AnyValue* out) {
+    return Message(path, [&] {
+      return ForEachMember(v, path, [&](const Value& name, const Value& value) {
+        if (value.IsNull() || !IsAnyValueMember(name)) return absl::OkStatus();
+        if (out->value_case() != common::AnyValue::VALUE_NOT_SET) {
+          return Invalid(path, "holds more than one value (an AnyValue is one of them)");
+        }
+        if (Named(name, "stringValue", "string_value")) {
+          return GetString(value, path.Field("stringValue"), out->mutable_string_value());
+        }
+        if (Named(name, "boolValue", "bool_value")) {
+          bool b = false;
+          absl::Status status = GetBool(value, path.Field("boolValue"), &b);
+          out->set_bool_value(b);
+          return status;
+        }
+        if (Named(name, "intValue", "int_value")) {
+          return SetInteger<int64_t>(value, path.Field("intValue"),
+                                     [&](int64_t i) { out->set_int_value(i); });
+        }
+        if (Named(name, "doubleValue", "double_value")) {
+          double d = 0;
+          absl::Status status = GetDouble(value, path.Field("doubleValue"), &d);
+          out->set_double_value(d);
+          return status;
+        }
+        if (Named(name, "bytesValue", "bytes_value")) {
+          return GetBase64(value, path.Field("bytesValue"), out->mutable_bytes_value());
+        }
+        if (Named(name, "arrayValue", "array_value")) {
+          const Path p = path.Field("arrayValue");
+          common::ArrayValue* array = out->mutable_array_value();
+          return Message(p, [&] {
+            return ForEachMember(value, p, [&](const Value& n, const Value& values) {
+              if (!Named(n, "values", "values")) return absl::OkStatus();
+              return ForEachElement(values, p.Field("values"), [&](const Value& e, const Path& ep) {
+                return AnyValue(e, ep, array->add_values());
+              });
+            });
+          });
+        }
+        // kvlistValue, the last of IsAnyValueMember's names.
+        const Path p = path.Field("kvlistValue");
+        common::KeyValueList* list = out->mutable_kvlist_value();
+        return Message(p, [&] {
+          return ForEachMember(value, p, [&](const Value& n, const Value& values) {
+            if (!Named(n, "values", "values")) return absl::OkStatus();
+            return KeyValues(values, p.Field("values"), list->mutable_values());
+          });
+        });
+      });
+    });
+  }
+
+  static bool IsAnyValueMember(const Value& name) {
+    return Named(name, "stringValue", "string_value") || Named(name, "boolValue", "bool_value") ||
+           Named(name, "intValue", "int_value") || Named(name, "doubleValue", "double_value") ||
+           Named(name, "bytesValue", "bytes_value") || Named(name, "arrayValue", "array_value") ||
+           Named(name, "kvlistValue", "kvlist_value");
+  }
+
+  int depth_ = 0;
+};
+
+// Writes `s` as a JSON string.
+void WriteString(rapidjson::Writer<rapidjson::StringBuffer>* writer, absl::string_view s) {
+  writer->String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+}  // namespace
+
+absl::Status JsonToProtobufRequest(absl::string_view json, std::string* protobuf) {
+  rapidjson::Document document;
+  // Iterative: a deeply nested document cannot exhaust the stack while it is parsed.
+  constexpr unsigned kFlags = rapidjson::kParseIterativeFlag |
+                              rapidjson::kParseValidateEncodingFlag |
+                              rapidjson::kParseFullPrecisionFlag;
+  document.Parse<kFlags>(json.data(), json.size());
+  if (document.HasParseError()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("OTLP/JSON: not JSON at byte ", document.GetErrorOffset(), ": ",
+                     rapidjson::GetParseError_En(document.GetParseError())));
+  }
+  google::protobuf::Arena arena;
+  auto* request = google::protobuf::Arena::CreateMessage<service::ExportLogsServiceRequest>(&arena);
+  absl::Status status = Decoder().Request(document, request);
+  if (!status.ok()) return status;
+  request->AppendToString(protobuf);
+  return absl::OkStatus();
+}
+
+std::string ResponseToJson(const service::ExportLogsServiceResponse& response) {
+  if (!response.has_partial_success()) return "{}";
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.StartObject();
+  writer.Key("partialSuccess");
+  writer.StartObject();
+  writer.Key("rejectedLogRecords");
+  WriteString(&writer, absl::StrCat(response.partial_success().rejected_log_records()));
+  writer.Key("errorMessage");
+  WriteString(&writer, response.partial_success().error_message());
+  writer.EndObject();
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+std::string StatusBody(const absl::Status& status, bool json) {
+  if (!json) {
+    google::rpc::Status body;
+    body.set_code(static_cast<int>(status.code()));
+    body.set_message(std::string(status.message()));
+    return body.SerializeAsString();
+  }
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.StartObject();
+  writer.Key("code");
+  writer.Int(static_cast<int>(status.code()));
+  writer.Key("message");
+  WriteString(&writer, status.message());
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace shipper::otlp

@@ -1,0 +1,46 @@
+// OTLP/JSON, the encoding OTLP/HTTP carries as application/json: ExportLogsServiceRequest in, and
+// the replies (ExportLogsServiceResponse, google.rpc.Status) out.
+//
+// It is protobuf's JSON mapping with the OTLP specification's exceptions
+// (opentelemetry-proto/docs/specification.md, "JSON Protobuf Encoding"):
+// - field names in lowerCamelCase (the proto's own snake_case names are taken too, as protobuf's
+//   parser takes them);
+// - traceId and spanId as hex strings, either case (32 and 16 digits, or empty), not base64;
+// - enums (severityNumber) as integers (names are taken too);
+// - 64-bit integers as decimal strings or as numbers; bytesValue as base64;
+// - fields with unknown names are ignored, as if they were not there; null is the default value.
+//
+// A request is decoded into the protobuf bytes of the same request, the form the OTLP input's
+// core takes (otlp_exports.h), so one check and one conversion serve both encodings.
+//
+// Thread safety: free functions without shared state; call them from any thread.
+#ifndef SHIPPER_SHIPPER_INPUT_OTLP_OTLP_JSON_H_
+#define SHIPPER_SHIPPER_INPUT_OTLP_OTLP_JSON_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "proto/otlp/logs_service.pb.h"
+
+namespace shipper::otlp {
+
+// Decodes the OTLP/JSON ExportLogsServiceRequest `json` and appends its protobuf encoding to
+// `*protobuf`. INVALID_ARGUMENT when it is not one, naming the first wrong field by its path
+// ("resourceLogs[0].scopeLogs[2].logRecords[7].traceId: ...") and what was expected. Takes
+// invalid UTF-8 nowhere, and nesting no deeper than protobuf parses (100 messages).
+absl::Status JsonToProtobufRequest(absl::string_view json, std::string* protobuf);
+
+// The OTLP/JSON of `response`: "{}" on full success, else
+// {"partialSuccess":{"rejectedLogRecords":"2","errorMessage":"..."}} (int64 as a string, as
+// protobuf's JSON mapping writes it).
+std::string ResponseToJson(
+    const opentelemetry::proto::collector::logs::v1::ExportLogsServiceResponse& response);
+
+// The body of an OTLP/HTTP error reply: google.rpc.Status with `status`'s code and message, in
+// protobuf (json false) or in JSON ({"code":3,"message":"..."}). REQUIRES: !status.ok().
+std::string StatusBody(const absl::Status& status, bool json);
+
+}  // namespace shipper::otlp
+
+#endif  // SHIPPER_SHIPPER_INPUT_OTLP_OTLP_JSON_H_
