@@ -222,7 +222,8 @@ class DiskQueueImpl final : public DiskQueue {
   std::string DebugString() const override;
 
   // For ProducerHandle.
-  PublishResult Publish(ProducerState* producer, absl::Span<Event> events, absl::Time deadline);
+  PublishResult Publish(ProducerState* producer, absl::Span<Event> events, absl::Time deadline,
+                        bool all);
   uint64_t Cancel(ProducerState* producer);
 
  protected:
@@ -247,8 +248,12 @@ class DiskQueueImpl final : public DiskQueue {
   std::string FilePath(const std::string& name) const { return options_.path + "/" + name; }
 
   // Producer side.
-  size_t Accept(ProducerState* producer, absl::Span<Event> events, internal::Wakeups* wake)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
+  // Takes the longest prefix of `events` that fits (with `all`, all of them or none); returns
+  // how many.
+  size_t Accept(ProducerState* producer, absl::Span<Event> events, bool all,
+                internal::Wakeups* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
+  // Whether `events` are more than the queue can ever hold at once (TryPublishAll).
+  bool NeverFits(absl::Span<const Event> events) const;
   bool ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const;
   absl::Time FlushTime() const {
     return flush_.FlushTime(first_unread_ns_.load(std::memory_order_relaxed));
@@ -458,12 +463,34 @@ std::unique_ptr<Producer> DiskQueueImpl::NewProducer(AckCallback on_ack) {
   return std::make_unique<internal::ProducerHandle<DiskQueueImpl>>(this, std::move(on_ack));
 }
 
-size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
+// The frames of `events`, as the byte limits count them.
+uint64_t FrameBytes(absl::Span<const Event> events) {
+  uint64_t bytes = 0;
+  for (const Event& event : events) bytes += kFrameHeaderBytes + event.bytes();
+  return bytes;
+}
+
+bool DiskQueueImpl::NeverFits(absl::Span<const Event> events) const {
+  if (events.size() == 1) return false;
+  const uint64_t bytes = FrameBytes(events);
+  return bytes > options_.max_size || bytes > buffer_size_;
+}
+
+size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events, bool all,
                              internal::Wakeups* wake) {
   const uint64_t published = published_.load(std::memory_order_relaxed);
   // An event too large for the limits goes alone into an empty queue, else it never would.
   const bool empty = pending_bytes_ == 0 && done_.load(std::memory_order_acquire) == published;
   const uint64_t disk_bytes = disk_bytes_.load(std::memory_order_relaxed);
+  if (all && !(empty && events.size() == 1)) {
+    // The loop below takes a prefix, checking each frame with those before it; the last check,
+    // with every frame, decides whether it takes all of them.
+    const uint64_t bytes = FrameBytes(events);
+    if (disk_bytes + pending_bytes_ + bytes > options_.max_size ||
+        pending_bytes_ + writing_bytes_ + bytes > buffer_size_) {
+      return 0;
+    }
+  }
   const uint32_t now = static_cast<uint32_t>(absl::ToUnixSeconds(absl::Now()));
   size_t n = 0;
   for (; n < events.size(); ++n) {
@@ -533,7 +560,13 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events,
 }
 
 PublishResult DiskQueueImpl::Publish(ProducerState* producer, absl::Span<Event> events,
-                                     absl::Time deadline) {
+                                     absl::Time deadline, bool all) {
+  if (all && NeverFits(events)) {
+    PublishResult result;
+    result.status = absl::OutOfRangeError("more bytes than the disk queue holds at once");
+    result.last_index = published_.load(std::memory_order_relaxed);
+    return result;
+  }
   uint64_t room;  // room_epoch_ as Accept last saw it
   return internal::PublishLoop(
       {&publish_mu_, &published_, &closed_, &blocked_producers_, &consumers_, &producers_,
@@ -542,7 +575,7 @@ PublishResult DiskQueueImpl::Publish(ProducerState* producer, absl::Span<Event> 
       // (Under publish_mu_, which the analysis cannot follow into PublishLoop.)
       [&](absl::Span<Event> rest, internal::Wakeups* wake) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         room = room_epoch_.load(std::memory_order_relaxed);
-        return Accept(producer, rest, wake);
+        return Accept(producer, rest, all, wake);
       },
       [&] { return room_epoch_.load(std::memory_order_relaxed) != room; });
 }

@@ -469,6 +469,41 @@ TEST_F(DiskQueueTest, EventLargerThanTheLimitsGoesAloneIntoAnEmptyQueue) {
   batch.Done();
 }
 
+TEST_F(DiskQueueTest, TryPublishAllTakesEveryEventOrNone) {
+  options_.max_size = 16 << 10;
+  options_.segment_size = 4 << 10;
+  options_.buffer_size = 4 << 10;
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  std::string payload(1000, 'x');
+  const auto events = [&](size_t n) {
+    std::vector<Event> out;
+    for (size_t i = 0; i < n; ++i) out.emplace_back(payload.data(), payload.size(), nullptr);
+    return out;
+  };
+  // Three frames fit into the 4 KiB buffer, a fourth would not: none of the four goes.
+  std::vector<Event> three = events(3);
+  PublishResult r = producer->TryPublishAll(absl::MakeSpan(three));
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.accepted, 3);
+  std::vector<Event> two = events(2);
+  r = producer->TryPublishAll(absl::MakeSpan(two));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kResourceExhausted) << r.status;
+  EXPECT_EQ(r.accepted, 0);
+  EXPECT_EQ(r.last_index, 3);
+  EXPECT_EQ(queue->published_index(), 3);
+  // Once the three are synced the buffer has room for the two.
+  queue->WaitPersisted(2, In(absl::Seconds(10)));
+  r = producer->TryPublishAll(absl::MakeSpan(two));
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.last_index, 5);
+  // More than the buffer holds at once can never go whole.
+  std::vector<Event> five = events(5);
+  EXPECT_EQ(producer->TryPublishAll(absl::MakeSpan(five)).status.code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(TakeAll(queue.get(), 5).size(), 5);
+}
+
 class DiskQueueLoopTest : public DiskQueueTest, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(DiskQueueLoopTest, FlushPolicy) {

@@ -70,8 +70,9 @@ class MemoryQueueImpl final : public MemoryQueue {
   Stats stats() const override;
   std::string DebugString() const override;
 
-  // TryPublish when `deadline` is absl::InfinitePast().
-  PublishResult Publish(ProducerState* producer, absl::Span<Event> events, absl::Time deadline);
+  // TryPublish when `deadline` is absl::InfinitePast(); with `all` too, TryPublishAll.
+  PublishResult Publish(ProducerState* producer, absl::Span<Event> events, absl::Time deadline,
+                        bool all);
   // Returns how many events the producer published.
   uint64_t Cancel(ProducerState* producer);
 
@@ -94,9 +95,11 @@ class MemoryQueueImpl final : public MemoryQueue {
   }
 
   // Moves the longest prefix of `events` that fits into the slots free up to `freed` into
-  // them; returns how many.
-  size_t Accept(ProducerState* producer, absl::Span<Event> events, uint64_t freed,
+  // them (with `all`, all of them or none); returns how many.
+  size_t Accept(ProducerState* producer, absl::Span<Event> events, uint64_t freed, bool all,
                 internal::Wakeups* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
+  // Whether `events` are more than the queue can ever hold at once (TryPublishAll).
+  bool NeverFits(absl::Span<const Event> events) const;
   // Whether a Get for up to `max_events` should return now (the flush policy).
   bool ReadyToFlush(uint64_t unread, size_t max_events, bool closed) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
@@ -165,14 +168,31 @@ std::unique_ptr<Producer> MemoryQueueImpl::NewProducer(AckCallback on_ack) {
   return std::make_unique<internal::ProducerHandle<MemoryQueueImpl>>(this, std::move(on_ack));
 }
 
+bool MemoryQueueImpl::NeverFits(absl::Span<const Event> events) const {
+  if (events.size() > options_.max_events) return true;
+  if (options_.max_bytes == 0 || events.size() == 1) return false;
+  uint64_t bytes = 0;
+  for (const Event& event : events) bytes += event.bytes();
+  return bytes > options_.max_bytes;
+}
+
 size_t MemoryQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events, uint64_t freed,
-                               internal::Wakeups* wake) {
+                               bool all, internal::Wakeups* wake) {
   const uint64_t published = published_.load(std::memory_order_relaxed);
   const uint64_t held = published - freed;
   const size_t room = options_.max_events - held;
   const size_t max_bytes = options_.max_bytes;
   const uint64_t bytes_in = bytes_in_.load(std::memory_order_relaxed);
   const uint64_t held_bytes = bytes_in - bytes_out_.load(std::memory_order_acquire);
+  if (all) {
+    // The loop below takes a prefix; make sure it takes everything before it moves anything.
+    if (events.size() > room) return 0;
+    if (max_bytes != 0 && !(held == 0 && events.size() == 1)) {
+      uint64_t bytes = 0;
+      for (const Event& event : events) bytes += event.bytes();
+      if (held_bytes + bytes > max_bytes) return 0;
+    }
+  }
   uint64_t added_bytes = 0;
   size_t n = 0;
   for (; n < events.size() && n < room; ++n) {
@@ -206,8 +226,13 @@ size_t MemoryQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events
 }
 
 PublishResult MemoryQueueImpl::Publish(ProducerState* producer, absl::Span<Event> events,
-                                       absl::Time deadline) {
+                                       absl::Time deadline, bool all) {
   PublishResult result;
+  if (all && NeverFits(events)) {
+    result.status = absl::OutOfRangeError("more events or bytes than the queue holds at once");
+    result.last_index = published_.load(std::memory_order_relaxed);
+    return result;
+  }
   internal::Wakeups wake;
   internal::MutexLock lock(&publish_mu_);
   std::optional<internal::Waiter> waiter;  // only when it must wait
@@ -222,7 +247,7 @@ PublishResult MemoryQueueImpl::Publish(ProducerState* producer, absl::Span<Event
       break;
     }
     const uint64_t freed = freed_.load(std::memory_order_acquire);
-    const size_t accepted = Accept(producer, events.subspan(result.accepted), freed, &wake);
+    const size_t accepted = Accept(producer, events.subspan(result.accepted), freed, all, &wake);
     if (accepted > 0) {
       result.accepted += accepted;
       result.last_index = published_.load(std::memory_order_relaxed);

@@ -190,6 +190,70 @@ TEST_P(QueueTest, EventLargerThanMaxBytesGoesAloneIntoAnEmptyQueue) {
   batch.Done();
 }
 
+TEST_P(QueueTest, TryPublishAllTakesEveryEventOrNone) {
+  MemoryOptions options = BaseOptions();
+  options.max_events = 8;
+  options.max_bytes = 100;
+  auto queue = NewQueue(options);
+  auto p = queue->NewProducer(nullptr);
+  auto first = MakeEvents(1, 4, &owner_, /*bytes=*/20);
+  PublishResult r = p->TryPublishAll(absl::MakeSpan(first));
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.accepted, 4);
+  EXPECT_EQ(r.last_index, 4);
+
+  // Room for 4 more events but only 20 more bytes: TryPublish would take a prefix, this none.
+  auto second = MakeEvents(5, 2, &owner_, /*bytes=*/20);
+  r = p->TryPublishAll(absl::MakeSpan(second));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kResourceExhausted) << r.status;
+  EXPECT_EQ(r.accepted, 0);
+  EXPECT_EQ(r.last_index, 4);
+  EXPECT_EQ(queue->stats().events, 4);
+  EXPECT_EQ(queue->stats().bytes, 80);
+  // Left as they were, for the caller to try again.
+  EXPECT_EQ(Tag(second[0]), 5);
+  EXPECT_EQ(Tag(second[1]), 6);
+  EXPECT_EQ(owner_.released(), 0);
+
+  // By events too: 5 do not fit beside 4 in 8 slots.
+  auto five = MakeEvents(7, 5, &owner_, /*bytes=*/1);
+  EXPECT_EQ(p->TryPublishAll(absl::MakeSpan(five)).status.code(),
+            absl::StatusCode::kResourceExhausted);
+
+  Batch batch = queue->Get(10);
+  ASSERT_EQ(batch.size(), 4);
+  batch.Done();
+  r = p->TryPublishAll(absl::MakeSpan(second));
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.accepted, 2);
+  EXPECT_EQ(r.last_index, 6);
+  batch = queue->Get(10);
+  ASSERT_EQ(batch.size(), 2);
+  EXPECT_EQ(Tag(batch.event(0)), 5);
+  batch.Done();
+}
+
+TEST_P(QueueTest, TryPublishAllSaysWhenEventsCanNeverFitTogether) {
+  MemoryOptions options = BaseOptions();
+  options.max_events = 4;
+  options.max_bytes = 100;
+  auto queue = NewQueue(options);
+  auto p = queue->NewProducer(nullptr);
+  auto many = MakeEvents(1, 5, &owner_);
+  EXPECT_EQ(p->TryPublishAll(absl::MakeSpan(many)).status.code(), absl::StatusCode::kOutOfRange);
+  auto heavy = MakeEvents(10, 2, &owner_, /*bytes=*/60);
+  EXPECT_EQ(p->TryPublishAll(absl::MakeSpan(heavy)).status.code(), absl::StatusCode::kOutOfRange);
+  // One event larger than the byte limit still goes alone into the empty queue, as with
+  // TryPublish.
+  auto big = MakeEvents(20, 1, &owner_, /*bytes=*/500);
+  PublishResult r = p->TryPublishAll(absl::MakeSpan(big));
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.accepted, 1);
+  EXPECT_EQ(queue->stats().events, 1);
+  Batch batch = queue->Get(10);
+  batch.Done();
+}
+
 TEST_P(QueueTest, PublishWaitsForRoom) {
   MemoryOptions options = BaseOptions();
   options.max_events = 4;

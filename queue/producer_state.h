@@ -65,8 +65,8 @@ class ProducerState {
 };
 
 // The Producer of a queue implementation QueueT, which provides
-//   PublishResult Publish(ProducerState*, absl::Span<Event>, absl::Time deadline)
-//     (TryPublish when the deadline is absl::InfinitePast()), and
+//   PublishResult Publish(ProducerState*, absl::Span<Event>, absl::Time deadline, bool all)
+//     (TryPublish when the deadline is absl::InfinitePast(); TryPublishAll with `all` too), and
 //   uint64_t Cancel(ProducerState*), returning how many events the producer published.
 template <typename QueueT>
 class ProducerHandle final : public Producer {
@@ -76,10 +76,13 @@ class ProducerHandle final : public Producer {
   ~ProducerHandle() override { state_->HandleGone(queue_->Cancel(state_)); }
 
   PublishResult TryPublish(absl::Span<Event> events) override {
-    return queue_->Publish(state_, events, absl::InfinitePast());
+    return queue_->Publish(state_, events, absl::InfinitePast(), /*all=*/false);
+  }
+  PublishResult TryPublishAll(absl::Span<Event> events) override {
+    return queue_->Publish(state_, events, absl::InfinitePast(), /*all=*/true);
   }
   PublishResult Publish(absl::Span<Event> events, absl::Time deadline) override {
-    return queue_->Publish(state_, events, deadline);
+    return queue_->Publish(state_, events, deadline, /*all=*/false);
   }
   void Cancel() override { queue_->Cancel(state_); }
 

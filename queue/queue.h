@@ -58,7 +58,8 @@ struct PublishResult {
   size_t accepted = 0;      // events taken from the front of the span
   uint64_t last_index = 0;  // index of the last accepted event; the highest index if none
   // OK when all were accepted; otherwise why not: RESOURCE_EXHAUSTED (full, TryPublish),
-  // DEADLINE_EXCEEDED, CANCELLED (producer cancelled) or UNAVAILABLE (queue closed).
+  // OUT_OF_RANGE (TryPublishAll: never fits whole), DEADLINE_EXCEEDED, CANCELLED (producer
+  // cancelled) or UNAVAILABLE (queue closed).
   absl::Status status;
 };
 
@@ -122,6 +123,13 @@ class Producer {
 
   // Accepts a prefix of `events` without blocking, moving each accepted event into the queue.
   virtual PublishResult TryPublish(absl::Span<Event> events) = 0;
+  // Accepts every event of `events` or none, without blocking: all of them when TryPublish would
+  // have accepted all of them now. When none: `events` are left as they were, and the status is
+  // RESOURCE_EXHAUSTED when there is no room for all of them now, OUT_OF_RANGE when the queue
+  // could never hold them all at once (more events or bytes than its limits: only a span of one
+  // event larger than the byte limit goes, alone, into an empty queue), else as TryPublish's.
+  // For requests that must be taken whole (OTLP exports).
+  virtual PublishResult TryPublishAll(absl::Span<Event> events) = 0;
   // Like TryPublish, but waits for room until all are accepted, `deadline` passes, Cancel() is
   // called or the queue closes.
   virtual PublishResult Publish(absl::Span<Event> events, absl::Time deadline) = 0;

@@ -33,8 +33,7 @@ absl::string_view OtlpAckName(OtlpAck ack) {
 }
 
 const TlsBlock& OtlpTlsBlock() {
-  static const TlsBlock* block =
-      new TlsBlock("shipper.otlp.ssl", TlsSide::kServer, "OTLP senders");
+  static const TlsBlock* block = new TlsBlock("shipper.otlp.ssl", TlsSide::kServer, "OTLP senders");
   return *block;
 }
 
@@ -81,14 +80,16 @@ InputType OtlpInputType() {
               [](S& s) -> bool& { return s.enabled; }),
       K::Bool("shipper.otlp.grpc.enabled", "OTLP/gRPC (LogsService/Export), with shipper.otlp",
               &S::grpc_enabled),
-      K::Checked("shipper.otlp.grpc.server", "OTLP/gRPC listen address", "host:port or unix:///path",
-                 [](const std::string& s) { return ParseAddress(s, kListenAddress).status(); },
-                 [](const std::string& v) { return v; }, &S::grpc_address),
+      K::Checked(
+          "shipper.otlp.grpc.server", "OTLP/gRPC listen address", "host:port or unix:///path",
+          [](const std::string& s) { return ParseAddress(s, kListenAddress).status(); },
+          [](const std::string& v) { return v; }, &S::grpc_address),
       K::Bool("shipper.otlp.http.enabled", "OTLP/HTTP (POST /v1/logs), with shipper.otlp",
               &S::http_enabled),
-      K::Checked("shipper.otlp.http.server", "OTLP/HTTP listen address", "host:port",
-                 [](const std::string& s) { return ParseAddress(s, kHttpListenAddress).status(); },
-                 [](const std::string& v) { return v; }, &S::http_address),
+      K::Checked(
+          "shipper.otlp.http.server", "OTLP/HTTP listen address", "host:port",
+          [](const std::string& s) { return ParseAddress(s, kHttpListenAddress).status(); },
+          [](const std::string& v) { return v; }, &S::http_address),
       K::Enum<OtlpAck>("shipper.otlp.ack",
                        "answer an export once its records are persisted (the output confirmed "
                        "them; with the disk queue: synced) or once they are queued",

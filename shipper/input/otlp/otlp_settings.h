@@ -42,13 +42,13 @@ absl::string_view OtlpAckName(OtlpAck ack);
 struct OtlpSettings final : InputSettings {
   // enabled (shipper.otlp.enabled) is false by default: InputSettings'.
 
-  bool grpc_enabled = true;                    // shipper.otlp.grpc.enabled
+  bool grpc_enabled = true;                     // shipper.otlp.grpc.enabled
   std::string grpc_address = "127.0.0.1:4317";  // shipper.otlp.grpc.server: host:port, unix://
-  bool http_enabled = true;                    // shipper.otlp.http.enabled
+  bool http_enabled = true;                     // shipper.otlp.http.enabled
   std::string http_address = "127.0.0.1:4318";  // shipper.otlp.http.server: host:port
 
-  OtlpAck ack = OtlpAck::kPersisted;                 // shipper.otlp.ack
-  absl::Duration retry_delay = absl::Seconds(1);     // shipper.otlp.retry_delay
+  OtlpAck ack = OtlpAck::kPersisted;              // shipper.otlp.ack
+  absl::Duration retry_delay = absl::Seconds(1);  // shipper.otlp.retry_delay
   // shipper.otlp.max_message_size: the largest request, in bytes after decompression; also the
   // largest record once converted (a larger one is rejected in partial_success).
   size_t max_message_size = 64 << 20;
@@ -59,9 +59,7 @@ struct OtlpSettings final : InputSettings {
   absl::StatusOr<std::unique_ptr<Input>> Build(const InputContext& context) const override;
   std::string Source(const ServerSettings& server) const override;
   // A record converted is at most max_message_size (larger ones are rejected).
-  size_t max_event_bytes(const ServerSettings& server) const override {
-    return max_message_size;
-  }
+  size_t max_event_bytes(const ServerSettings& server) const override { return max_message_size; }
 };
 
 // shipper.otlp.ssl: a server's TLS keys, as shipper.server.ssl's (tls.h).
