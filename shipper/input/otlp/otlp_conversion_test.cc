@@ -1,0 +1,380 @@
+#include "shipper/input/otlp/otlp_conversion.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/messages.pb.h"
+#include "proto/otlp/logs_service.pb.h"
+#include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "shipper/event/event_json.h"
+#include "shipper/input/producer/request_validation.h"
+
+namespace shipper {
+namespace {
+
+namespace pb = elastic::agent::shipper::v1::messages;
+namespace collector = opentelemetry::proto::collector::logs::v1;
+namespace logs = opentelemetry::proto::logs::v1;
+namespace common = opentelemetry::proto::common::v1;
+using ::testing::HasSubstr;
+
+constexpr int64_t kMaxInt64 = INT64_MAX;
+constexpr int64_t kMaxSafeInteger = (int64_t{1} << 53) - 1;
+const absl::Time kArrival = absl::FromUnixNanos(1700000000123456789);
+
+struct Converted {
+  absl::Status status;
+  std::vector<pb::Event> events;
+  std::vector<std::string> wire;  // each event's bytes as queued
+  size_t rejected = 0;
+};
+
+Converted Convert(const collector::ExportLogsServiceRequest& request,
+                  size_t max_record_bytes = 1 << 20, size_t max_records = 1000) {
+  const std::string bytes = request.SerializeAsString();
+  LogsConversion conversion;
+  Converted out;
+  out.status = conversion.Scan(bytes, kArrival, max_record_bytes, max_records);
+  if (!out.status.ok()) return out;
+  out.rejected = conversion.rejected();
+  auto buffer = std::make_unique<char[]>(conversion.bytes());
+  size_t written = 0;
+  conversion.Write(buffer.get(), [&](absl::string_view event) {
+    EXPECT_EQ(event.data(), buffer.get() + written) << "one buffer, records one after the other";
+    written += event.size();
+    out.wire.emplace_back(event);
+    pb::Event parsed;
+    EXPECT_TRUE(parsed.ParseFromString(std::string(event)));
+    out.events.push_back(std::move(parsed));
+  });
+  EXPECT_EQ(written, conversion.bytes());
+  EXPECT_EQ(out.events.size(), conversion.records());
+  return out;
+}
+
+// The request's one record, to fill in.
+logs::LogRecord* OneRecord(collector::ExportLogsServiceRequest* request) {
+  return request->add_resource_logs()->add_scope_logs()->add_log_records();
+}
+
+common::KeyValue* Attribute(google::protobuf::RepeatedPtrField<common::KeyValue>* list,
+                            const std::string& key) {
+  common::KeyValue* kv = list->Add();
+  kv->set_key(key);
+  return kv;
+}
+
+const pb::Value& FieldOf(const pb::Event& event, const std::string& key) {
+  static const pb::Value* absent = new pb::Value;
+  auto it = event.fields().data().find(key);
+  return it == event.fields().data().end() ? *absent : it->second;
+}
+
+const pb::Value& In(const pb::Value& value, const std::string& key) {
+  static const pb::Value* absent = new pb::Value;
+  auto it = value.struct_value().data().find(key);
+  return it == value.struct_value().data().end() ? *absent : it->second;
+}
+
+std::string Json(const std::string& event) {
+  rapidjson::StringBuffer buffer;
+  EventJsonWriter(&buffer, Metadata::kOmit).Append(event, 1);
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+TEST(OtlpConversionTest, EveryValueKindMapsToItsOwn) {
+  collector::ExportLogsServiceRequest request;
+  logs::LogRecord* record = OneRecord(&request);
+  auto* attrs = record->mutable_attributes();
+  Attribute(attrs, "str")->mutable_value()->set_string_value("héllo");
+  Attribute(attrs, "yes")->mutable_value()->set_bool_value(true);
+  Attribute(attrs, "max")->mutable_value()->set_int_value(kMaxInt64);
+  Attribute(attrs, "safe")->mutable_value()->set_int_value(kMaxSafeInteger);
+  Attribute(attrs, "neg")->mutable_value()->set_int_value(-1);
+  Attribute(attrs, "pi")->mutable_value()->set_double_value(3.25);
+  Attribute(attrs, "b1")->mutable_value()->set_bytes_value("\x01");
+  Attribute(attrs, "b2")->mutable_value()->set_bytes_value("\x01\x02");
+  Attribute(attrs, "b3")->mutable_value()->set_bytes_value("\xff\xfe\xfd");
+  Attribute(attrs, "empty")->mutable_value();
+  Attribute(attrs, "absent");
+  auto* array = Attribute(attrs, "list")->mutable_value()->mutable_array_value();
+  array->add_values()->set_int_value(1);
+  array->add_values()->set_string_value("two");
+  array->add_values();
+  auto* kvlist = Attribute(attrs, "map")->mutable_value()->mutable_kvlist_value();
+  Attribute(kvlist->mutable_values(), "inner")->mutable_value()->set_bool_value(false);
+  Attribute(kvlist->mutable_values(), "http.method")->mutable_value()->set_string_value("GET");
+
+  Converted c = Convert(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  ASSERT_EQ(c.events.size(), 1);
+  const pb::Value& a = FieldOf(c.events[0], "attributes");
+  EXPECT_EQ(In(a, "str").string_value(), "héllo");
+  EXPECT_TRUE(In(a, "yes").bool_value());
+  EXPECT_EQ(In(a, "max").int64_value(), kMaxInt64);
+  EXPECT_EQ(In(a, "safe").int64_value(), kMaxSafeInteger);
+  EXPECT_EQ(In(a, "neg").int64_value(), -1);
+  EXPECT_EQ(In(a, "pi").float64_value(), 3.25);
+  EXPECT_EQ(In(a, "b1").string_value(), absl::Base64Escape("\x01"));
+  EXPECT_EQ(In(a, "b2").string_value(), absl::Base64Escape("\x01\x02"));
+  EXPECT_EQ(In(a, "b3").string_value(), "//79");
+  EXPECT_EQ(In(a, "empty").kind_case(), pb::Value::kNullValue);
+  EXPECT_EQ(In(a, "absent").kind_case(), pb::Value::kNullValue);
+  const pb::ListValue& list = In(a, "list").list_value();
+  ASSERT_EQ(list.values_size(), 3);
+  EXPECT_EQ(list.values(0).int64_value(), 1);
+  EXPECT_EQ(list.values(1).string_value(), "two");
+  EXPECT_EQ(list.values(2).kind_case(), pb::Value::kNullValue);
+  EXPECT_FALSE(In(In(a, "map"), "inner").bool_value());
+  EXPECT_EQ(In(In(a, "map"), "inner").kind_case(), pb::Value::kBoolValue);
+  EXPECT_EQ(In(In(a, "map"), "http.method").string_value(), "GET");
+
+  // The JSON document keeps every integer exact.
+  const std::string json = Json(c.wire[0]);
+  EXPECT_THAT(json, HasSubstr("\"max\":9223372036854775807"));
+  EXPECT_THAT(json, HasSubstr("\"safe\":9007199254740991"));
+  EXPECT_THAT(json, HasSubstr("\"http.method\":\"GET\""));
+}
+
+TEST(OtlpConversionTest, EventsAreCanonicalAsTheProducerApiQueuesThem) {
+  collector::ExportLogsServiceRequest request;
+  logs::LogRecord* record = OneRecord(&request);
+  record->mutable_body()->mutable_kvlist_value();
+  Attribute(record->mutable_attributes(), "k")->mutable_value()->set_string_value("v");
+  Attribute(record->mutable_attributes(), "k")->mutable_value()->set_string_value("w");
+  record->set_trace_id(std::string(16, '\x0a'));
+  Converted c = Convert(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  pb::PublishRequest publish;
+  for (const std::string& wire : c.wire) ASSERT_TRUE(publish.add_events()->ParseFromString(wire));
+  const std::string publish_bytes = [&] {
+    // The events exactly as converted, not as protobuf would encode them again.
+    std::string out;
+    for (const std::string& wire : c.wire) {
+      out += '\x12';
+      std::string len;
+      for (uint64_t n = wire.size(); ; n >>= 7) {
+        if (n < 0x80) { len += static_cast<char>(n); break; }
+        len += static_cast<char>(n | 0x80);
+      }
+      out += len + wire;
+    }
+    return out;
+  }();
+  ScannedRequest scanned;
+  ASSERT_TRUE(ScanPublishRequest(publish_bytes, RequestLimits(), &scanned).ok());
+  EXPECT_TRUE(scanned.rewritten.empty()) << "not canonical: the scan rewrote an event";
+  ASSERT_EQ(scanned.events.size(), 1);
+  // The duplicate key went before protobuf could keep the last of two.
+  EXPECT_EQ(In(FieldOf(publish.events(0), "attributes"), "k").string_value(), "v");
+}
+
+TEST(OtlpConversionTest, ADuplicateKeyKeepsItsFirstValue) {
+  collector::ExportLogsServiceRequest request;
+  logs::LogRecord* record = OneRecord(&request);
+  auto* attrs = record->mutable_attributes();
+  Attribute(attrs, "dup")->mutable_value()->set_string_value("first");
+  Attribute(attrs, "other")->mutable_value()->set_int_value(1);
+  Attribute(attrs, "dup")->mutable_value()->set_string_value("second");
+  // Long lists (past the linear scan) too.
+  for (int i = 0; i < 40; ++i) {
+    Attribute(attrs, "k" + std::to_string(i))->mutable_value()->set_int_value(i);
+  }
+  for (int i = 0; i < 40; ++i) {
+    Attribute(attrs, "k" + std::to_string(i))->mutable_value()->set_int_value(-i);
+  }
+  Converted c = Convert(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  const pb::Value& a = FieldOf(c.events[0], "attributes");
+  EXPECT_EQ(a.struct_value().data().size(), 42);
+  EXPECT_EQ(In(a, "dup").string_value(), "first");
+  EXPECT_EQ(In(a, "k39").int64_value(), 39);
+  // The wire holds each key once (protobuf's parse would keep the last of two).
+  const std::string json = Json(c.wire[0]);
+  EXPECT_EQ(json.find("\"second\""), std::string::npos) << json;
+}
+
+TEST(OtlpConversionTest, TimestampsToTheNanosecond) {
+  collector::ExportLogsServiceRequest request;
+  auto* scope = request.add_resource_logs()->add_scope_logs();
+  scope->add_log_records()->set_time_unix_nano(1700000000987654321);
+  logs::LogRecord* observed_only = scope->add_log_records();
+  observed_only->set_observed_time_unix_nano(1600000000000000001);
+  scope->add_log_records();  // neither: the arrival time
+  logs::LogRecord* both = scope->add_log_records();
+  both->set_time_unix_nano(5);
+  both->set_observed_time_unix_nano(6);
+  Converted c = Convert(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  ASSERT_EQ(c.events.size(), 4);
+  EXPECT_EQ(c.events[0].timestamp().seconds(), 1700000000);
+  EXPECT_EQ(c.events[0].timestamp().nanos(), 987654321);
+  EXPECT_EQ(FieldOf(c.events[0], "observed_timestamp").kind_case(), pb::Value::KIND_NOT_SET);
+  EXPECT_EQ(c.events[1].timestamp().seconds(), 1600000000);
+  EXPECT_EQ(c.events[1].timestamp().nanos(), 1);
+  EXPECT_EQ(FieldOf(c.events[1], "observed_timestamp").timestamp_value().nanos(), 1);
+  EXPECT_EQ(c.events[2].timestamp().seconds(), 1700000000);
+  EXPECT_EQ(c.events[2].timestamp().nanos(), 123456789);
+  EXPECT_EQ(c.events[3].timestamp().nanos(), 5);
+  EXPECT_EQ(FieldOf(c.events[3], "observed_timestamp").timestamp_value().nanos(), 6);
+  EXPECT_THAT(Json(c.wire[0]), HasSubstr("\"@timestamp\":\"2023-11-14T22:13:20.987654321Z\""));
+}
+
+TEST(OtlpConversionTest, RecordFieldsAndIdsAsLowercaseHex) {
+  collector::ExportLogsServiceRequest request;
+  logs::ResourceLogs* rl = request.add_resource_logs();
+  Attribute(rl->mutable_resource()->mutable_attributes(), "service.name")
+      ->mutable_value()
+      ->set_string_value("checkout");
+  logs::ScopeLogs* sl = rl->add_scope_logs();
+  sl->mutable_scope()->set_name("io.example.logger");
+  sl->mutable_scope()->set_version("1.2.3");
+  Attribute(sl->mutable_scope()->mutable_attributes(), "scope.attr")
+      ->mutable_value()
+      ->set_int_value(7);
+  logs::LogRecord* record = sl->add_log_records();
+  record->mutable_body()->set_string_value("payment failed");
+  record->set_severity_text("ERROR");
+  record->set_severity_number(logs::SEVERITY_NUMBER_ERROR);
+  record->set_event_name("payment.failure");
+  record->set_trace_id(absl::HexStringToBytes("0af7651916cd43dd8448eb211c80319c"));
+  record->set_span_id(absl::HexStringToBytes("B7AD6B7169203331"));
+  record->set_dropped_attributes_count(3);
+  logs::LogRecord* structured = sl->add_log_records();
+  structured->mutable_body()->set_int_value(42);
+
+  Converted c = Convert(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  ASSERT_EQ(c.events.size(), 2);
+  const pb::Event& e = c.events[0];
+  EXPECT_EQ(In(FieldOf(e, "body"), "text").string_value(), "payment failed");
+  EXPECT_EQ(FieldOf(e, "severity_text").string_value(), "ERROR");
+  EXPECT_EQ(FieldOf(e, "severity_number").int64_value(), 17);
+  EXPECT_EQ(FieldOf(e, "event_name").string_value(), "payment.failure");
+  EXPECT_EQ(FieldOf(e, "trace_id").string_value(), "0af7651916cd43dd8448eb211c80319c");
+  EXPECT_EQ(FieldOf(e, "span_id").string_value(), "b7ad6b7169203331");
+  EXPECT_EQ(FieldOf(e, "dropped_attributes_count").int64_value(), 3);
+  EXPECT_EQ(FieldOf(e, "attributes").kind_case(), pb::Value::KIND_NOT_SET);
+  EXPECT_EQ(In(In(FieldOf(e, "resource"), "attributes"), "service.name").string_value(),
+            "checkout");
+  EXPECT_EQ(In(FieldOf(e, "scope"), "name").string_value(), "io.example.logger");
+  EXPECT_EQ(In(FieldOf(e, "scope"), "version").string_value(), "1.2.3");
+  EXPECT_EQ(In(In(FieldOf(e, "scope"), "attributes"), "scope.attr").int64_value(), 7);
+  // Both records carry the resource and the scope.
+  EXPECT_EQ(In(In(FieldOf(c.events[1], "resource"), "attributes"), "service.name").string_value(),
+            "checkout");
+  EXPECT_EQ(In(FieldOf(c.events[1], "body"), "structured").int64_value(), 42);
+  EXPECT_EQ(FieldOf(c.events[1], "severity_text").kind_case(), pb::Value::KIND_NOT_SET);
+  EXPECT_EQ(FieldOf(c.events[1], "trace_id").kind_case(), pb::Value::KIND_NOT_SET);
+  std::cout << Json(c.wire[0]);  // the README's example
+}
+
+TEST(OtlpConversionTest, DataStreamFromRecordThenScopeThenResource) {
+  collector::ExportLogsServiceRequest request;
+  logs::ResourceLogs* rl = request.add_resource_logs();
+  auto* resource = rl->mutable_resource()->mutable_attributes();
+  Attribute(resource, "data_stream.dataset")->mutable_value()->set_string_value("res");
+  Attribute(resource, "data_stream.namespace")->mutable_value()->set_string_value("prod");
+  logs::ScopeLogs* sl = rl->add_scope_logs();
+  Attribute(sl->mutable_scope()->mutable_attributes(), "data_stream.dataset")
+      ->mutable_value()
+      ->set_string_value("scope.otel");
+  logs::LogRecord* record = sl->add_log_records();
+  Attribute(record->mutable_attributes(), "data_stream.type")
+      ->mutable_value()
+      ->set_string_value("metrics");
+  sl->add_log_records();
+  // Without any: the defaults; a dataset that is not a string counts as unset.
+  logs::LogRecord* bare = request.add_resource_logs()->add_scope_logs()->add_log_records();
+  Attribute(bare->mutable_attributes(), "data_stream.dataset")->mutable_value()->set_int_value(1);
+
+  Converted c = Convert(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  ASSERT_EQ(c.events.size(), 3);
+  EXPECT_EQ(c.events[0].data_stream().type(), "metrics");
+  EXPECT_EQ(c.events[0].data_stream().dataset(), "scope.otel");  // not scope.otel.otel
+  EXPECT_EQ(c.events[0].data_stream().namespace_(), "prod");
+  EXPECT_EQ(c.events[1].data_stream().type(), "logs");
+  EXPECT_EQ(c.events[2].data_stream().type(), "logs");
+  EXPECT_EQ(c.events[2].data_stream().dataset(), "generic.otel");
+  EXPECT_EQ(c.events[2].data_stream().namespace_(), "default");
+
+  collector::ExportLogsServiceRequest resource_only;
+  auto* r = resource_only.add_resource_logs();
+  Attribute(r->mutable_resource()->mutable_attributes(), "data_stream.dataset")
+      ->mutable_value()
+      ->set_string_value("nginx.access");
+  r->add_scope_logs()->add_log_records();
+  c = Convert(resource_only);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  EXPECT_EQ(c.events[0].data_stream().dataset(), "nginx.access.otel");
+}
+
+TEST(OtlpConversionTest, ARecordTooLargeIsRejectedAndTheRestTaken) {
+  collector::ExportLogsServiceRequest request;
+  auto* sl = request.add_resource_logs()->add_scope_logs();
+  sl->add_log_records()->mutable_body()->set_string_value("small");
+  sl->add_log_records()->mutable_body()->set_string_value(std::string(5000, 'x'));
+  sl->add_log_records()->mutable_body()->set_string_value("small too");
+  Converted c = Convert(request, /*max_record_bytes=*/1000);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  EXPECT_EQ(c.rejected, 1);
+  ASSERT_EQ(c.events.size(), 2);
+  EXPECT_EQ(In(FieldOf(c.events[1], "body"), "text").string_value(), "small too");
+}
+
+TEST(OtlpConversionTest, RefusesWhatCannotBeCanonical) {
+  collector::ExportLogsServiceRequest request;
+  OneRecord(&request)->mutable_body()->set_string_value("ok");
+  std::string bytes = request.SerializeAsString();
+  // Invalid UTF-8 in a string value (protobuf's serializer only logs it).
+  collector::ExportLogsServiceRequest bad;
+  Attribute(OneRecord(&bad)->mutable_attributes(), "k")->mutable_value()->set_string_value("\xc3");
+  LogsConversion conversion;
+  absl::Status s = conversion.Scan(bad.SerializeAsString(), kArrival, 1 << 20, 100);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("resource_logs[0].scope_logs[0].log_records[0]"));
+  EXPECT_THAT(s.message(), HasSubstr("UTF-8"));
+
+  // Truncated.
+  LogsConversion truncated;
+  EXPECT_EQ(truncated.Scan(bytes.substr(0, bytes.size() - 1), kArrival, 1 << 20, 100).code(),
+            absl::StatusCode::kInvalidArgument);
+  LogsConversion garbage;
+  EXPECT_EQ(garbage.Scan("\xff\xff\xff", kArrival, 1 << 20, 100).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // Too deep.
+  collector::ExportLogsServiceRequest deep;
+  common::AnyValue* v = OneRecord(&deep)->mutable_body();
+  for (size_t i = 0; i <= kMaxValueDepth; ++i) v = v->mutable_array_value()->add_values();
+  LogsConversion deep_conversion;
+  s = deep_conversion.Scan(deep.SerializeAsString(), kArrival, 1 << 20, 100);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("deeper"));
+
+  // Too many records.
+  collector::ExportLogsServiceRequest many;
+  auto* sl = many.add_resource_logs()->add_scope_logs();
+  for (int i = 0; i < 11; ++i) sl->add_log_records();
+  LogsConversion many_conversion;
+  EXPECT_EQ(many_conversion.Scan(many.SerializeAsString(), kArrival, 1 << 20, 10).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(OtlpConversionTest, AnEmptyRequestHasNoRecords) {
+  LogsConversion conversion;
+  ASSERT_TRUE(conversion.Scan("", kArrival, 1 << 20, 10).ok());
+  EXPECT_EQ(conversion.records(), 0);
+  EXPECT_EQ(conversion.bytes(), 0);
+}
+
+}  // namespace
+}  // namespace shipper
