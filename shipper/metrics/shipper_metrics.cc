@@ -208,6 +208,8 @@ void CollectProcess(const Sources& sources, Collection* c) {
 OutputMetrics::OutputMetrics()
     : batch_events(BatchSizeBounds(), 1), write_seconds(LatencyBounds(), kNanosecondsToSeconds) {}
 
+InputMetrics::InputMetrics() : reply_seconds(LatencyBounds(), kNanosecondsToSeconds) {}
+
 ShipperMetrics::ShipperMetrics() : persist_seconds_(LatencyBounds(), kNanosecondsToSeconds) {}
 
 ShipperMetrics& ShipperMetrics::Get() {
@@ -222,6 +224,21 @@ void ShipperMetrics::Published(size_t events, size_t accepted, uint64_t last_ind
   events_accepted_.Add(accepted);
   if (accepted < events) events_rejected_[ReasonFor(code)].Add(events - accepted);
   if (accepted > 0) persist_latency_.Accepted(last_index, start);
+}
+
+void ShipperMetrics::InputRequest(absl::string_view input, absl::StatusCode code,
+                                  absl::Duration since_arrival) {
+  input_requests_.Get(FormatLabels({{"input", input}, {"code", absl::StatusCodeToString(code)}}))
+      .Add();
+  inputs_.Get(FormatLabels({{"input", input}})).reply_seconds.ObserveDuration(since_arrival);
+}
+
+void ShipperMetrics::InputRecords(absl::string_view input, RecordOutcome outcome, uint64_t count) {
+  if (count == 0) return;
+  const absl::string_view label = outcome == RecordOutcome::kAccepted ? "accepted"
+                                  : outcome == RecordOutcome::kRetry  ? "retry"
+                                                                      : "rejected";
+  input_records_.Get(FormatLabels({{"input", input}, {"outcome", label}})).Add(count);
 }
 
 std::vector<MetricFamily> Collect(const Sources& sources) {
@@ -292,6 +309,27 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
         Type::kCounter);
   m.grpc_requests_.ForEach([&](const std::string& labels, const Counter& counter) {
     c.Sample(counter.value(), labels);
+  });
+
+  c.Add("shipper_input_requests_total",
+        "Requests to each input (producer, otlp_grpc, otlp_http), by the status code answered.",
+        Type::kCounter);
+  m.input_requests_.ForEach([&](const std::string& labels, const Counter& counter) {
+    c.Sample(counter.value(), labels);
+  });
+  c.Add("shipper_input_records_total",
+        "Records (events) of requests to each input, by outcome: accepted (queued), retry (not "
+        "taken for now; the client resends them), rejected (never taken: invalid, too large).",
+        Type::kCounter);
+  m.input_records_.ForEach([&](const std::string& labels, const Counter& counter) {
+    c.Sample(counter.value(), labels);
+  });
+  c.Add("shipper_input_reply_duration_seconds",
+        "Per request to each input: from its arrival until its reply (with OTLP's ack: "
+        "persisted, until its records are persisted).",
+        Type::kHistogram);
+  m.inputs_.ForEach([&](const std::string& labels, const InputMetrics& input) {
+    c.Histogram(input.reply_seconds, labels);
   });
 
   CollectRuntime(sources, m.cpu_retunes_, &c);

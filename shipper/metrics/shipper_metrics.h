@@ -60,6 +60,20 @@ struct OutputMetrics {
   Counter dead_lettered;    // events rejected for good and written to the dead-letter file
 };
 
+// One input's reply-time histogram (label input="<name>").
+struct InputMetrics {
+  InputMetrics();
+  Histogram reply_seconds;  // from a request's arrival to its reply
+};
+
+// What became of records (events) a request to an input carried: the outcome label of
+// shipper_input_records_total.
+enum class RecordOutcome {
+  kAccepted,  // queued
+  kRetry,     // not taken for now: the client resends them (full, shutting down, rewind)
+  kRejected,  // never taken: invalid, too large, partial_success
+};
+
 class ShipperMetrics {
  public:
   // The process's instance.
@@ -73,6 +87,11 @@ class ShipperMetrics {
   // began, for the publish → persisted latency.
   void Published(size_t events, size_t accepted, uint64_t last_index, absl::StatusCode code,
                  absl::Time start);
+  // A request to the input called `input` ("producer", "otlp_grpc", "otlp_http") was answered
+  // with `code`, `since_arrival` after it arrived. Locks briefly (a map lookup).
+  void InputRequest(absl::string_view input, absl::StatusCode code, absl::Duration since_arrival);
+  // `count` records of requests to `input` came to `outcome`. Locks briefly.
+  void InputRecords(absl::string_view input, RecordOutcome outcome, uint64_t count);
   // The persisted index advanced to `index`.
   void Persisted(uint64_t index) { persist_latency_.Persisted(index); }
   // The CPU monitor resized the pools.
@@ -116,6 +135,9 @@ class ShipperMetrics {
   Family<Counter> output_requests_;
   Family<Counter> output_items_;
   Family<Counter> grpc_requests_;
+  Family<InputMetrics> inputs_;
+  Family<Counter> input_requests_;
+  Family<Counter> input_records_;
 };
 
 }  // namespace shipper::metrics

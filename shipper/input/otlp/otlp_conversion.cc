@@ -20,12 +20,12 @@ using wire::WireType;
 
 // Field numbers of the OTLP messages read (proto/otlp/*.proto).
 namespace otlp {
-enum : uint32_t { kResourceLogs = 1 };                        // ExportLogsServiceRequest
-enum : uint32_t { kResource = 1, kScopeLogs = 2 };            // ResourceLogs
-enum : uint32_t { kResourceAttributes = 1 };                  // Resource
-enum : uint32_t { kScope = 1, kLogRecords = 2 };              // ScopeLogs
+enum : uint32_t { kResourceLogs = 1 };              // ExportLogsServiceRequest
+enum : uint32_t { kResource = 1, kScopeLogs = 2 };  // ResourceLogs
+enum : uint32_t { kResourceAttributes = 1 };        // Resource
+enum : uint32_t { kScope = 1, kLogRecords = 2 };    // ScopeLogs
 enum : uint32_t { kScopeName = 1, kScopeVersion = 2, kScopeAttributes = 3 };  // Scope
-enum : uint32_t {                                             // LogRecord
+enum : uint32_t {                                                             // LogRecord
   kTime = 1,
   kSeverityNumber = 2,
   kSeverityText = 3,
@@ -51,8 +51,8 @@ enum : uint32_t { kValues = 1 };  // ArrayValue, KeyValueList
 }  // namespace otlp
 
 // Field numbers of the queued form (proto/messages.proto) beside wire_event.h's.
-enum : uint32_t { kEntry = 1, kEntryKey = 1, kEntryValue = 2 };        // Struct, its entries
-enum : uint32_t { kSeconds = 1, kNanos = 2 };                          // Timestamp
+enum : uint32_t { kEntry = 1, kEntryKey = 1, kEntryValue = 2 };  // Struct, its entries
+enum : uint32_t { kSeconds = 1, kNanos = 2 };                    // Timestamp
 enum : uint32_t { kStreamType = 1, kStreamDataset = 2, kStreamNamespace = 3 };  // DataStream
 
 constexpr int64_t kNanosPerSecond = 1000000000;
@@ -154,9 +154,7 @@ class Sizer {
     pos_ += a.size() + b.size();
   }
   void Hex(uint32_t number, absl::string_view raw) { Sized(number, 2 * raw.size()); }
-  void Base64(uint32_t number, absl::string_view raw) {
-    Sized(number, (raw.size() + 2) / 3 * 4);
-  }
+  void Base64(uint32_t number, absl::string_view raw) { Sized(number, (raw.size() + 2) / 3 * 4); }
   template <typename Body>
   void Message(uint32_t number, Body body) {
     const size_t slot = sizes_->size();
@@ -351,7 +349,8 @@ class Pass {
     if (!reader.ok()) return Invalid("malformed resource_logs");
     scope_i_ = record_i_ = -1;
     part_ = "resource";
-    if (!Cached(&c_->resource_, &resource_size_, [this](auto& out) { return ResourceEntry(out); })) {
+    if (!Cached(&c_->resource_, &resource_size_,
+                [this](auto& out) { return ResourceEntry(out); })) {
       return Invalid(problem_);
     }
     Reader scopes(body);
@@ -523,9 +522,8 @@ class Pass {
 
   absl::Status MeasureRecord(absl::string_view record) {
     if (c_->rejected_records_.size() >= c_->max_records_) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the request holds more than ", c_->max_records_,
-                       " log records: send fewer per export"));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the request holds more than ", c_->max_records_, " log records: send fewer per export"));
     }
     std::vector<uint32_t>& sizes = c_->sizes_;
     const size_t first = sizes.size();
@@ -597,9 +595,8 @@ class Pass {
       out.Copy(c_->resource_, resource_size_);
       out.Copy(c_->scope_, scope_size_);
       if (p.observed != 0) {
-        Entry(out, "observed_timestamp", [&] {
-          out.Message(wire::value::kTimestamp, [&] { Timestamp(out, p.observed); });
-        });
+        Entry(out, "observed_timestamp",
+              [&] { out.Message(wire::value::kTimestamp, [&] { Timestamp(out, p.observed); }); });
       }
     });
     return ok;

@@ -70,10 +70,10 @@ class LogsConversion {
                     size_t max_records);
 
   // After Scan() returned OK:
-  size_t records() const { return taken_; }    // events Write() writes
+  size_t records() const { return taken_; }      // events Write() writes
   size_t rejected() const { return rejected_; }  // records larger than max_record_bytes
   size_t largest_rejected() const { return largest_rejected_; }  // bytes, converted
-  size_t bytes() const { return bytes_; }      // of every event Write() writes, together
+  size_t bytes() const { return bytes_; }  // of every event Write() writes, together
 
   // Writes the events into `out` (bytes() long), one after the other in request order, and
   // calls emit(event) for each. REQUIRES: Scan() returned OK. Call once.

@@ -160,8 +160,11 @@ TEST(OtlpConversionTest, EventsAreCanonicalAsTheProducerApiQueuesThem) {
     for (const std::string& wire : c.wire) {
       out += '\x12';
       std::string len;
-      for (uint64_t n = wire.size(); ; n >>= 7) {
-        if (n < 0x80) { len += static_cast<char>(n); break; }
+      for (uint64_t n = wire.size();; n >>= 7) {
+        if (n < 0x80) {
+          len += static_cast<char>(n);
+          break;
+        }
         len += static_cast<char>(n | 0x80);
       }
       out += len + wire;

@@ -114,6 +114,12 @@ class OtlpExports {
  private:
   class Impl;
 
+  // `status` with retry_delay when it is UNAVAILABLE.
+  ExportOutcome Outcome(absl::Status status) const;
+  // Counts the request in the metrics and calls `done`.
+  void Finish(OtlpTransport transport, absl::Time arrival, const ExportOutcome& outcome,
+              Done& done);
+
   runtime::MemoryBudget* const budget_;
   const OtlpSettings settings_;
   const std::unique_ptr<Impl> impl_;

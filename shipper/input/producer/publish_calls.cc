@@ -164,10 +164,18 @@ class PublishCalls::Call final {
   }
 
   void Reply(const grpc::Status& status) {
-    metrics::ShipperMetrics::Get().Published(
-        request_->scanned().events.size(), request_->reply().accepted_count(),
-        request_->reply().accepted_index(), static_cast<absl::StatusCode>(status.error_code()),
-        start_);
+    const auto code = static_cast<absl::StatusCode>(status.error_code());
+    const size_t events = request_->scanned().events.size();
+    const size_t accepted = request_->reply().accepted_count();
+    metrics::ShipperMetrics& metrics = metrics::ShipperMetrics::Get();
+    metrics.Published(events, accepted, request_->reply().accepted_index(), code, start_);
+    metrics.InputRequest("producer", code, absl::Now() - start_);
+    metrics.InputRecords("producer", metrics::RecordOutcome::kAccepted, accepted);
+    const bool resend = code == absl::StatusCode::kOk || code == absl::StatusCode::kUnavailable ||
+                        code == absl::StatusCode::kFailedPrecondition;
+    metrics.InputRecords(
+        "producer", resend ? metrics::RecordOutcome::kRetry : metrics::RecordOutcome::kRejected,
+        events - accepted);
     state_ = State::kFinishing;
     if (!status.ok()) return stream_.Finish(status, this);
     stream_.WriteAndFinish(Serialized(request_->reply()), grpc::WriteOptions(), status, this);

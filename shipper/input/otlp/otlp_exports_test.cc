@@ -1,0 +1,204 @@
+#include "shipper/input/otlp/otlp_exports.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/messages.pb.h"
+#include "proto/otlp/logs_service.pb.h"
+#include "queue/memory_queue.h"
+#include "runtime/memory_budget.h"
+
+namespace shipper {
+namespace {
+
+namespace collector = opentelemetry::proto::collector::logs::v1;
+using ::testing::HasSubstr;
+
+// `n` records with bodies of `body_bytes` bytes.
+std::string Request(int n, size_t body_bytes = 10) {
+  collector::ExportLogsServiceRequest request;
+  auto* scope = request.add_resource_logs()->add_scope_logs();
+  for (int i = 0; i < n; ++i) {
+    scope->add_log_records()->mutable_body()->set_string_value(std::string(body_bytes, 'a' + i));
+  }
+  return request.SerializeAsString();
+}
+
+// What one export's `done` was given, and on which thread.
+struct Answer {
+  absl::Notification called;
+  ExportOutcome outcome;
+  std::thread::id thread;
+
+  OtlpExports::Done Done() {
+    return [this](const ExportOutcome& o) {
+      ASSERT_FALSE(called.HasBeenNotified()) << "done called twice";
+      outcome = o;
+      thread = std::this_thread::get_id();
+      called.Notify();
+    };
+  }
+};
+
+class OtlpExportsTest : public ::testing::Test {
+ protected:
+  void Start(OtlpAck ack, size_t max_events = 100, size_t budget = 1 << 20) {
+    queue::MemoryOptions options;
+    options.max_events = max_events;
+    options.max_bytes = budget;
+    queue_ = std::move(*queue::MemoryQueue::Create(options));
+    budget_ = std::make_unique<runtime::MemoryBudget>(budget);
+    settings_.ack = ack;
+    settings_.retry_delay = absl::Milliseconds(1500);
+    settings_.max_message_size = 64 << 10;
+    exports_ = std::make_unique<OtlpExports>(queue_.get(), budget_.get(), settings_);
+  }
+
+  // Delivers whatever is queued, on another thread, and returns how many.
+  size_t DeliverAll() {
+    size_t n = 0;
+    std::thread([&] {
+      for (queue::Batch b = queue_->Get(1000, absl::Now()); !b.empty();
+           b = queue_->Get(1000, absl::Now())) {
+        n += b.size();
+        b.Done();
+      }
+    }).join();
+    return n;
+  }
+
+  OtlpSettings settings_;
+  std::unique_ptr<queue::Queue> queue_;
+  std::unique_ptr<runtime::MemoryBudget> budget_;
+  std::unique_ptr<OtlpExports> exports_;
+};
+
+TEST_F(OtlpExportsTest, AckQueuedAnswersAtOnce) {
+  Start(OtlpAck::kQueued);
+  Answer a;
+  exports_->Export(OtlpTransport::kGrpc, Request(3), absl::Now(), a.Done());
+  ASSERT_TRUE(a.called.HasBeenNotified()) << "answered before Export returned";
+  EXPECT_TRUE(a.outcome.status.ok()) << a.outcome.status;
+  EXPECT_EQ(a.outcome.rejected_log_records, 0);
+  EXPECT_EQ(a.thread, std::this_thread::get_id());
+  EXPECT_EQ(queue_->stats().events, 3);
+  EXPECT_GT(budget_->in_use(), 0);
+  EXPECT_EQ(DeliverAll(), 3);
+  EXPECT_EQ(budget_->in_use(), 0) << "the charge goes back with the last record";
+}
+
+TEST_F(OtlpExportsTest, AckPersistedAnswersFromTheAckPathOnceEveryRecordIsPersisted) {
+  Start(OtlpAck::kPersisted);
+  Answer a;
+  exports_->Export(OtlpTransport::kGrpc, Request(3), absl::Now(), a.Done());
+  EXPECT_FALSE(a.called.HasBeenNotified());
+  // Two of three done: still waiting.
+  queue::Batch two = queue_->Get(2, absl::Now());
+  ASSERT_EQ(two.size(), 2);
+  two.Done();
+  EXPECT_FALSE(a.called.HasBeenNotified());
+  std::thread::id consumer;
+  std::thread([&] {
+    consumer = std::this_thread::get_id();
+    queue::Batch last = queue_->Get(10, absl::Now());
+    ASSERT_EQ(last.size(), 1);
+    last.Done();
+  }).join();
+  ASSERT_TRUE(a.called.HasBeenNotified());
+  EXPECT_TRUE(a.outcome.status.ok()) << a.outcome.status;
+  EXPECT_EQ(a.thread, consumer) << "called back from the consumer's Done()";
+}
+
+TEST_F(OtlpExportsTest, AFullQueueTakesNothingAndAsksToRetryLater) {
+  Start(OtlpAck::kQueued, /*max_events=*/4);
+  Answer first, second;
+  exports_->Export(OtlpTransport::kGrpc, Request(3), absl::Now(), first.Done());
+  ASSERT_TRUE(first.outcome.status.ok());
+  exports_->Export(OtlpTransport::kHttp, Request(2), absl::Now(), second.Done());
+  ASSERT_TRUE(second.called.HasBeenNotified());
+  EXPECT_EQ(second.outcome.status.code(), absl::StatusCode::kUnavailable) << second.outcome.status;
+  EXPECT_EQ(second.outcome.retry_delay, absl::Milliseconds(1500));
+  EXPECT_EQ(queue_->stats().events, 3) << "nothing of the refused export is queued";
+  EXPECT_EQ(queue_->published_index(), 3);
+  // Once there is room, the same export is taken whole.
+  EXPECT_EQ(DeliverAll(), 3);
+  Answer retried;
+  exports_->Export(OtlpTransport::kHttp, Request(2), absl::Now(), retried.Done());
+  EXPECT_TRUE(retried.outcome.status.ok()) << retried.outcome.status;
+  EXPECT_EQ(queue_->stats().events, 2);
+  // More records than the queue ever holds: too large, no retry.
+  Answer huge;
+  exports_->Export(OtlpTransport::kGrpc, Request(5), absl::Now(), huge.Done());
+  EXPECT_EQ(huge.outcome.status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(huge.outcome.retry_delay, absl::ZeroDuration());
+}
+
+TEST_F(OtlpExportsTest, AFullBudgetAsksToRetryLater) {
+  Start(OtlpAck::kQueued, 100, /*budget=*/4096);
+  Answer a, b;
+  exports_->Export(OtlpTransport::kGrpc, Request(10, 200), absl::Now(), a.Done());
+  ASSERT_TRUE(a.outcome.status.ok()) << a.outcome.status;
+  exports_->Export(OtlpTransport::kGrpc, Request(10, 200), absl::Now(), b.Done());
+  EXPECT_EQ(b.outcome.status.code(), absl::StatusCode::kUnavailable) << b.outcome.status;
+  EXPECT_THAT(b.outcome.status.message(), HasSubstr("shipper.queue.mem.bytes"));
+  EXPECT_EQ(b.outcome.retry_delay, absl::Milliseconds(1500));
+  EXPECT_EQ(queue_->stats().events, 10);
+}
+
+TEST_F(OtlpExportsTest, TooLargeUndecodableAndPartlyTooLarge) {
+  Start(OtlpAck::kQueued, 100, /*budget=*/8192);
+  Answer large, garbage, partial;
+  exports_->Export(OtlpTransport::kGrpc, Request(1, 70 << 10), absl::Now(), large.Done());
+  EXPECT_EQ(large.outcome.status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(large.outcome.status.message(), HasSubstr("shipper.otlp.max_message_size"));
+  EXPECT_EQ(large.outcome.retry_delay, absl::ZeroDuration());
+
+  exports_->Export(OtlpTransport::kGrpc, "\x0a\x05\x01", absl::Now(), garbage.Done());
+  EXPECT_EQ(garbage.outcome.status.code(), absl::StatusCode::kInvalidArgument);
+
+  // The middle record is larger than the whole budget: rejected, the others taken.
+  collector::ExportLogsServiceRequest request;
+  auto* scope = request.add_resource_logs()->add_scope_logs();
+  scope->add_log_records()->mutable_body()->set_string_value("one");
+  scope->add_log_records()->mutable_body()->set_string_value(std::string(10000, 'x'));
+  scope->add_log_records()->mutable_body()->set_string_value("three");
+  exports_->Export(OtlpTransport::kGrpc, request.SerializeAsString(), absl::Now(),
+                   partial.Done());
+  EXPECT_TRUE(partial.outcome.status.ok()) << partial.outcome.status;
+  EXPECT_EQ(partial.outcome.rejected_log_records, 1);
+  EXPECT_THAT(partial.outcome.error_message, HasSubstr("too large"));
+  EXPECT_EQ(queue_->stats().events, 2);
+}
+
+TEST_F(OtlpExportsTest, ShutdownRefusesNewExportsAndDrainedAnswersTheWaiting) {
+  Start(OtlpAck::kPersisted);
+  Answer waiting, persisted_in_drain, late;
+  exports_->Export(OtlpTransport::kGrpc, Request(1), absl::Now(), persisted_in_drain.Done());
+  exports_->Export(OtlpTransport::kGrpc, Request(1), absl::Now(), waiting.Done());
+  exports_->StopAccepting();
+  exports_->Export(OtlpTransport::kGrpc, Request(1), absl::Now(), late.Done());
+  EXPECT_EQ(late.outcome.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(late.outcome.retry_delay, absl::Milliseconds(1500));
+  // During the drain an export whose records persist is answered OK.
+  queue::Batch first = queue_->Get(1, absl::Now());
+  ASSERT_EQ(first.size(), 1);
+  first.Done();
+  ASSERT_TRUE(persisted_in_drain.called.HasBeenNotified());
+  EXPECT_TRUE(persisted_in_drain.outcome.status.ok());
+  EXPECT_FALSE(waiting.called.HasBeenNotified());
+  exports_->Drained();
+  ASSERT_TRUE(waiting.called.HasBeenNotified());
+  EXPECT_EQ(waiting.outcome.status.code(), absl::StatusCode::kUnavailable);
+  queue_->Close();
+  queue::Batch rest = queue_->Get(10, absl::Now());
+  rest.Done();
+}
+
+}  // namespace
+}  // namespace shipper
