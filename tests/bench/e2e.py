@@ -10,10 +10,16 @@ For each event shape, shipper_load sends the same number of events to
   (c) Shipper, file output     -- the whole pipeline, output writes files (file-nosync: with
                                   fsync: never, so the kernel decides when data reaches the disk:
                                   what file would do without waiting for the device),
-  (d) Shipper, elasticsearch   -- the whole pipeline into tests/elasticsearch/fake_elasticsearch.py
-                                  --only-count (splits the NDJSON, answers every item created), at
-                                  compression_level 1 and, as elasticsearch-gzip0, 0; their lines
-                                  add bulk_bytes_on_the_wire and fake_cpu_sec_per_million,
+  (d) Shipper, elasticsearch   -- the whole pipeline into tests/elasticsearch/es_bench --serve (a
+                                  C++ bulk sink: counts each request's items, answers every one
+                                  created, stores nothing), at compression_level 1 and, as
+                                  elasticsearch-gzip0, 0; their lines add bulk_bytes_on_the_wire,
+                                  sink_cpu_sec_per_million and, beside their ratio to
+                                  elasticsearch-direct (es_bench --produce: the same documents,
+                                  action lines and gzip level straight into a fresh sink with
+                                  libcurl, one request in flight as the output's worker: 1),
+                                  file_events_per_sec and ratio_to_file from the file run of the
+                                  same shape,
   (e) Shipper, kafka           -- the whole pipeline into a 3-broker librdkafka mock cluster
                                   (tests/kafka/kafka_bench --serve, its own process), at the Kafka
                                   output's defaults; kafka-none, kafka-gzip4, kafka-gzip6,
@@ -64,10 +70,8 @@ import urllib.request
 import time
 
 LISTENING = re.compile(r"listening on (\S+:\d+)")
-# The Elasticsearch targets, by the gzip level they send at, and the fake they send to.
+# The Elasticsearch targets, by the gzip level they send at (the output's default is 1).
 ES_LEVELS = {"elasticsearch": 1, "elasticsearch-gzip0": 0}
-FAKE_ES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                       "../elasticsearch/fake_elasticsearch.py")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # The Kafka targets: the output's settings beside its defaults (shipper.output.kafka.*;
 # librdkafka: extra librdkafka properties), each compared to kafka-direct.
@@ -90,7 +94,18 @@ METRICS = re.compile(r"metrics on http://(\S+)/metrics")
 
 def baseline_of(target):
     """The target whose events/s a target's ratio divides by."""
-    return "kafka-direct" if target.startswith("kafka") else "null"
+    for output in ("kafka", "elasticsearch"):
+        if target.startswith(output):
+            return output + "-direct"
+    return "null"
+
+
+# The record's key for a target's baseline figure.
+BASELINE_KEYS = {"null": "null_server_events_per_sec",
+                 "kafka-direct": "kafka_direct_events_per_sec",
+                 "elasticsearch-direct": "elasticsearch_direct_events_per_sec"}
+# Targets that run without a Shipper binary.
+BASELINES = ("null", "transport", "protobuf", "kafka-direct", "elasticsearch-direct")
 
 
 def log(*parts):
@@ -194,9 +209,7 @@ class Bench:
                 argv += ["-E", "shipper.output.file.fsync=never"]
         fake = None
         if output in ES_LEVELS:
-            # A fake that only splits the NDJSON and answers every item created.
-            fake = Server(name + "/fake", ["/usr/bin/python3", FAKE_ES, "--only-count"],
-                          self.workdir)
+            fake = self.start_bulk_sink(name)
             argv += ["-E", "shipper.output.elasticsearch.enabled=true",
                      "-E", "shipper.output.elasticsearch.hosts=http://" + fake.address,
                      "-E", "shipper.output.elasticsearch.compression_level=%d"
@@ -223,6 +236,31 @@ class Bench:
         server.outdir = outdir
         server.fake_es = fake
         return server
+
+    def start_bulk_sink(self, name):
+        return Server(name + "/sink", [self.o.es_bench, "--serve"], self.workdir)
+
+    def elasticsearch_direct(self, name, shape, events):
+        """The baseline: es_bench --produce into a fresh bulk sink."""
+        sink = self.start_bulk_sink(name)
+        try:
+            p = subprocess.run([self.o.es_bench, "--produce", "--url=http://" + sink.address,
+                                "--shape=" + shape, "--events=%d" % events,
+                                "--compression_level=%d" % ES_LEVELS["elasticsearch"]],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=self.o.run_timeout)
+            sink_cpu = sink.cpu_sec()
+        finally:
+            sink.stop()
+        lines = p.stdout.decode().strip().splitlines()
+        if p.returncode != 0 or not lines:
+            raise RuntimeError("es_bench --produce failed (exit %d): %s" % (
+                p.returncode, p.stderr.decode().strip()[-500:]))
+        d = json.loads(lines[-1])
+        return {"persisted_per_sec": d["events_per_sec"], "events_persisted": d["events"],
+                "server_cpu_sec": d["cpu_sec"], "fake_cpu_sec": sink_cpu, "rss_mb": 0.0,
+                "p50_ms": None, "p99_ms": None, "event_bytes": None, "batch": None,
+                "channels": None, "inflight": None, "client_cpu_sec": 0.0}
 
     def start_mock_cluster(self, name):
         return Server(name + "/mock", [self.o.kafka_bench, "--serve", "--topic=bench"],
@@ -304,6 +342,8 @@ class Bench:
             server = self.start_null(name, decode="full")
         elif target == "kafka-direct":
             return self.kafka_direct(name, shape, events)
+        elif target == "elasticsearch-direct":
+            return self.elasticsearch_direct(name, shape, events)
         else:
             server = self.start_shipper(name, output=target)
         try:
@@ -344,9 +384,7 @@ class Bench:
 
     def run_throughput(self):
         for shape in self.o.shapes:
-            targets = [t for t in self.o.targets
-                       if t in ("null", "transport", "protobuf", "kafka-direct")
-                       or self.o.shipper]
+            targets = [t for t in self.o.targets if t in BASELINES or self.o.shipper]
             # Repetitions interleave the targets, so that a burst of load from other processes
             # hurts all of them alike; each target reports its best run.
             runs = {t: [] for t in targets}
@@ -385,8 +423,7 @@ class Bench:
                 record = {
                     "name": name,
                     "events_per_sec": round(eps),
-                    ("kafka_direct_events_per_sec" if baseline_of(target) == "kafka-direct"
-                     else "null_server_events_per_sec"): round(null_eps) if null_eps else None,
+                    BASELINE_KEYS[baseline_of(target)]: round(null_eps) if null_eps else None,
                     "ratio": round(eps / null_eps, 3) if null_eps else None,
                     "p50_ms": r["p50_ms"],
                     "p99_ms": r["p99_ms"],
@@ -419,10 +456,15 @@ class Bench:
                     record["disk_events_per_sync"] = round(n / r["disk_syncs"])
                     record["disk_sync_ms"] = round(r["disk_sync_seconds"] / r["disk_syncs"] * 1e3, 2)
                     record["disk_sync_busy"] = round(r["disk_sync_seconds"] * eps / n, 3)
+                if target.startswith("elasticsearch"):
+                    # The sink's CPU, to tell its limit from Shipper's.
+                    record["sink_cpu_sec_per_million"] = round(r["fake_cpu_sec"] / n * 1e6, 3)
                 if "wire_bytes" in r:
                     record["bulk_bytes_on_the_wire"] = r["wire_bytes"]
-                    # The fake's CPU, to tell its limit from Shipper's.
-                    record["fake_cpu_sec_per_million"] = round(r["fake_cpu_sec"] / n * 1e6, 3)
+                if target in ES_LEVELS and best.get("file"):
+                    file_eps = best["file"]["persisted_per_sec"]
+                    record["file_events_per_sec"] = round(file_eps)
+                    record["ratio_to_file"] = round(eps / file_eps, 3)
                 emit(record)
 
     def run_latency(self):
@@ -584,15 +626,18 @@ def main():
     ap.add_argument("--shipper_load", default=os.environ.get("SHIPPER_LOAD_BIN", ""))
     ap.add_argument("--kafka_bench", default=os.environ.get("KAFKA_BENCH_BIN", ""),
                     help="tests/kafka/kafka_bench, for the kafka targets")
+    ap.add_argument("--es_bench", default=os.environ.get("ES_BENCH_BIN", ""),
+                    help="tests/elasticsearch/es_bench, for the elasticsearch targets")
     ap.add_argument("--config", default=os.environ.get("SHIPPER_CONFIG", ""),
                     help="YAML config passed with -c (default: none, only -E overrides)")
     ap.add_argument("--targets",
                     default="null,transport,protobuf,discard,discard-disk,file,file-nosync,"
-                            "elasticsearch,elasticsearch-gzip0",
+                            "elasticsearch-direct,elasticsearch,elasticsearch-gzip0",
                     help="null: null_server (Shipper's scan, the baseline); transport: "
                          "null_server --decode=envelope (no event decoding); protobuf: "
                          "null_server --decode=full (protobuf messages); discard, file, "
                          "elasticsearch (gzip level 1), elasticsearch-gzip0: Shipper outputs; "
+                         "elasticsearch-direct: their baseline (es_bench --produce); "
                          "discard-disk: discard through the disk queue; file-nosync: file "
                          "with fsync: never")
     ap.add_argument("--shapes", default="filebeat,tiny,large")
@@ -628,7 +673,7 @@ def main():
     o.direct_overrides = [kv for kv in o.direct_overrides.split(",") if kv]
     o.common_overrides = [kv for kv in o.common_overrides.split(",") if kv]
     # Servers run in a temporary directory: make the paths independent of the caller's.
-    for flag in ("shipper", "null_server", "shipper_load", "config", "kafka_bench"):
+    for flag in ("shipper", "null_server", "shipper_load", "config", "kafka_bench", "es_bench"):
         if getattr(o, flag):
             setattr(o, flag, os.path.abspath(getattr(o, flag)))
     for flag in ("null_server", "shipper_load"):
@@ -637,6 +682,8 @@ def main():
             ap.error("--%s: no executable at %r" % (flag, path))
     if any(t.startswith("kafka") for t in o.targets) and not os.access(o.kafka_bench, os.X_OK):
         ap.error("--kafka_bench: no executable at %r" % o.kafka_bench)
+    if any(t.startswith("elasticsearch") for t in o.targets) and not os.access(o.es_bench, os.X_OK):
+        ap.error("--es_bench: no executable at %r" % o.es_bench)
     if o.shipper and not os.access(o.shipper, os.X_OK):
         ap.error("--shipper: no executable at %r" % o.shipper)
     if not o.shipper:

@@ -3,7 +3,7 @@
 binaries, checking that each line is there, has no error and has sane numbers. Figures are not
 judged (this is a test, not a benchmark).
 
-  e2e_smoke_test.py SHIPPER NULL_SERVER SHIPPER_LOAD KAFKA_BENCH
+  e2e_smoke_test.py SHIPPER NULL_SERVER SHIPPER_LOAD KAFKA_BENCH ES_BENCH
 """
 
 import json
@@ -15,11 +15,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def main():
-    shipper, null_server, shipper_load, kafka_bench = sys.argv[1:5]
+    shipper, null_server, shipper_load, kafka_bench, es_bench = sys.argv[1:6]
     p = subprocess.run(
         [sys.executable, os.path.join(HERE, "e2e.py"), "--shipper=" + shipper,
          "--null_server=" + null_server, "--shipper_load=" + shipper_load,
-         "--events=filebeat=20000,tiny=50000,large=2000", "--reps=filebeat=1,tiny=1,large=1",
+         "--es_bench=" + es_bench, "--events=filebeat=20000,tiny=50000,large=2000", "--reps=filebeat=1,tiny=1,large=1",
          "--latency_seconds=1", "--idle_seconds=1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
     sys.stderr.write(p.stderr.decode())
@@ -27,7 +27,8 @@ def main():
     by_name = {l["name"]: l for l in lines}
     expected = ["e2e/%s/%s" % (t, s) for s in ("filebeat", "tiny", "large")
                 for t in ("null", "transport", "protobuf", "discard", "discard-disk", "file",
-                          "file-nosync")]
+                          "file-nosync", "elasticsearch-direct", "elasticsearch",
+                          "elasticsearch-gzip0")]
     expected += ["e2e/latency_at_half_load/null", "e2e/latency_at_half_load",
                  "e2e/latency_at_half_load/direct", "e2e/latency_at_half_load/file",
                  "idle_cpu"]
@@ -42,11 +43,17 @@ def main():
             if not 0 <= line["cpu_percent"] < 100:
                 failures.append("idle_cpu: cpu_percent %r" % line["cpu_percent"])
         else:
-            for key in ("events_per_sec", "p50_ms", "p99_ms"):
+            # A -direct baseline sends without a client of its own: no latencies.
+            keys = ("events_per_sec",) if "-direct/" in name else (
+                "events_per_sec", "p50_ms", "p99_ms")
+            for key in keys:
                 if not line.get(key, 0) > 0:
                     failures.append("%s: %s is %r" % (name, key, line.get(key)))
             if name.startswith("e2e/discard-disk/") and not line.get("disk_events_per_sync"):
                 failures.append("%s: no disk_events_per_sync" % name)
+            if name.split("/")[1] in ("elasticsearch", "elasticsearch-gzip0") and not (
+                    line.get("ratio_to_file") and line.get("bulk_bytes_on_the_wire")):
+                failures.append("%s: no ratio_to_file or bulk_bytes_on_the_wire" % name)
             if name.startswith("e2e/") and "/latency" not in name:
                 if line["events"] <= 0 or line["ratio"] is None:
                     failures.append("%s: events %r ratio %r" % (name, line["events"],

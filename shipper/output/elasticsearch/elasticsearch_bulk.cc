@@ -11,7 +11,6 @@
 #include "rapidjson/writer.h"
 
 namespace shipper {
-namespace {
 
 absl::Status Gzip(absl::string_view in, int level, std::string* out) {
   z_stream z{};
@@ -30,8 +29,6 @@ absl::Status Gzip(absl::string_view in, int level, std::string* out) {
   if (rc != Z_STREAM_END) return absl::InternalError("elasticsearch: gzip failed");
   return absl::OkStatus();
 }
-
-}  // namespace
 
 BulkActions::BulkActions(FieldFormat index, std::optional<FieldFormat> pipeline)
     : index_(std::move(index)),

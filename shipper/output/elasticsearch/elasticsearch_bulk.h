@@ -69,6 +69,10 @@ class BulkActions {
 absl::StatusOr<std::string> BulkBody(const BatchJson& json, absl::Span<const BulkItem> items,
                                      int gzip_level);
 
+// `in` compressed at `level` (1-9) with a gzip header and trailer, as Content-Encoding: gzip
+// carries it, into `out`.
+absl::Status Gzip(absl::string_view in, int level, std::string* out);
+
 // How many items of an answer went which way, for the metrics.
 struct BulkCounts {
   size_t created = 0;
