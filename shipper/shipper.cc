@@ -89,6 +89,7 @@ class ShipperImpl final : public Shipper {
     context.budget = &budget_;
     context.uuid = uuid_;
     context.server = &config_.server;
+    context.grpc_quota = &grpc_quota_;
     context.cpus = cpus;
     for (const auto& [name, settings] : config_.inputs) {
       if (!settings->enabled) continue;

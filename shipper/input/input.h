@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/server_builder.h"
 #include "queue/queue.h"
 #include "runtime/memory_budget.h"
@@ -44,7 +45,10 @@ struct InputContext {
   runtime::MemoryBudget* budget = nullptr;
   std::string uuid;                        // this process's, as replies report it
   const ServerSettings* server = nullptr;  // shipper.server.*
-  int cpus = 1;                            // the CPU quota at start, to size threads by
+  // What gRPC may hold for requests being received (shipper.server.max_receive_memory): the
+  // shared server's quota, which an input's own gRPC server shares, so that one bound holds.
+  grpc::ResourceQuota* grpc_quota = nullptr;
+  int cpus = 1;  // the CPU quota at start, to size threads by
 };
 
 class Input {

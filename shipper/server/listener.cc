@@ -104,12 +104,12 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(
   return grpc::SslServerCredentials(options);
 }
 
-absl::Status ReplaceStaleSocket(const std::string& path) {
+absl::Status ReplaceStaleSocket(const std::string& path, absl::string_view key) {
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) return absl::OkStatus();  // nothing there
   if (!S_ISSOCK(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "' exists and is not a socket: remove it or change shipper.server.server"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' exists and is not a socket: remove it or change ", key));
   }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -123,8 +123,8 @@ absl::Status ReplaceStaleSocket(const std::string& path) {
   const bool listening = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   close(fd);
   if (listening) {
-    return absl::UnavailableError(absl::StrCat("another process listens on '", path,
-                                               "': stop it or change shipper.server.server"));
+    return absl::UnavailableError(
+        absl::StrCat("another process listens on '", path, "': stop it or change ", key));
   }
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
     return absl::InvalidArgumentError(
@@ -133,20 +133,22 @@ absl::Status ReplaceStaleSocket(const std::string& path) {
   return absl::OkStatus();
 }
 
-Listener::Listener(const ServerSettings& server,
+Listener::Listener(const ServerSettings& server, std::string address_key,
                    std::shared_ptr<grpc::ServerCredentials> credentials)
     : configured_address_(server.address),
+      address_key_(std::move(address_key)),
       socket_mode_(server.socket_mode),
       max_connections_(server.limits.max_connections),
       credentials_(std::move(credentials)) {}
 
 Listener::~Listener() { Stop(); }
 
-absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const ServerSettings& server) {
+absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const ServerSettings& server,
+                                                         const ListenerKeys& keys) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ListenerCredentials(server.ssl, ServerTlsBlock());
+      ListenerCredentials(server.ssl, *keys.tls);
   if (!credentials.ok()) return credentials.status();
-  std::unique_ptr<Listener> listener(new Listener(server, *std::move(credentials)));
+  std::unique_ptr<Listener> listener(new Listener(server, keys.address, *std::move(credentials)));
   listener->wake_fd_ = eventfd(0, EFD_CLOEXEC);
   if (listener->wake_fd_ < 0) return absl::InternalError(Errno("eventfd"));
   if (absl::Status bound = listener->Bind(); !bound.ok()) return bound;
@@ -155,7 +157,7 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Open(const ServerSettings& s
 
 absl::Status Listener::Cannot(absl::string_view why) const {
   return absl::UnavailableError(absl::StrCat("cannot listen on '", configured_address_, "' (", why,
-                                             "): change shipper.server.server"));
+                                             "): change ", address_key_));
 }
 
 absl::Status Listener::Bind() {
@@ -166,7 +168,7 @@ absl::Status Listener::Bind() {
 }
 
 absl::Status Listener::BindUnix(std::string path) {
-  if (absl::Status status = ReplaceStaleSocket(path); !status.ok()) return status;
+  if (absl::Status status = ReplaceStaleSocket(path, address_key_); !status.ok()) return status;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) return Cannot("path too long");

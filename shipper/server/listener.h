@@ -52,14 +52,23 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(con
 
 // Makes `path` free for a new socket: removes a socket file nobody listens on (left by a crash).
 // UNAVAILABLE when a process still accepts connections on it, INVALID_ARGUMENT when the path
-// holds something other than a socket (never deleted).
-absl::Status ReplaceStaleSocket(const std::string& path);
+// holds something other than a socket (never deleted); each names `key`, the address's.
+absl::Status ReplaceStaleSocket(const std::string& path,
+                                absl::string_view key = "shipper.server.server");
+
+// Which keys a listener's settings came from, for its errors: the shared server's by default;
+// an input that listens on an address of its own names its own (shipper.otlp.grpc.server).
+struct ListenerKeys {
+  std::string address = "shipper.server.server";
+  const TlsBlock* tls = &ServerTlsBlock();
+};
 
 class Listener {
  public:
   // Binds and listens on server.address (every address a host name resolves to; port 0 picks a
   // free port) with server.ssl's credentials (ServerTlsBlock()). The error names the key to change.
-  static absl::StatusOr<std::unique_ptr<Listener>> Open(const ServerSettings& server);
+  static absl::StatusOr<std::unique_ptr<Listener>> Open(const ServerSettings& server,
+                                                        const ListenerKeys& keys = {});
   ~Listener();  // Stop()
 
   // Makes `builder`'s server the one that serves the connections. Call once, before
@@ -83,7 +92,8 @@ class Listener {
     ino_t ino;
   };
 
-  Listener(const ServerSettings& server, std::shared_ptr<grpc::ServerCredentials> credentials);
+  Listener(const ServerSettings& server, std::string address_key,
+           std::shared_ptr<grpc::ServerCredentials> credentials);
   absl::Status Bind();  // BindUnix or BindTcp, as the address says
   absl::Status BindUnix(std::string path);
   absl::Status BindTcp(Address address);
@@ -94,6 +104,7 @@ class Listener {
   bool Admit(int fd);                // false: the server has max_connections live ones
 
   const std::string configured_address_;
+  const std::string address_key_;  // the configured address's key, for errors
   const uint32_t socket_mode_;
   const size_t max_connections_;  // 0: no limit
   const std::shared_ptr<grpc::ServerCredentials> credentials_;

@@ -332,7 +332,10 @@ class Pass {
       if (absl::Status s = ResourceLogs(rl.bytes, on_record); !s.ok()) return s;
       ++resource_i_;
     }
-    if (!request.ok()) return Invalid("the request is not an ExportLogsServiceRequest");
+    if (!request.ok()) {
+      return absl::InvalidArgumentError(
+          "the request is not an ExportLogsServiceRequest (malformed protobuf)");
+    }
     return absl::OkStatus();
   }
 

@@ -62,9 +62,9 @@ constexpr absl::string_view kDrained =
 class OtlpExports::Impl {
  public:
   Impl(OtlpExports* exports, queue::Queue* queue)
-      : exports_(exports),
-        producer_(queue->NewProducer(
-            [this](uint64_t, uint64_t persisted_index) { Persisted(persisted_index); })) {}
+      : exports_(exports), producer_(queue->NewProducer([this](uint64_t, uint64_t persisted_index) {
+          Persisted(persisted_index);
+        })) {}
 
   // An export whose records are queued, waiting for them to be persisted.
   struct Waiting {
@@ -145,7 +145,7 @@ OtlpExports::OtlpExports(queue::Queue* queue, runtime::MemoryBudget* budget,
 OtlpExports::~OtlpExports() { impl_->Drain(); }
 
 void OtlpExports::Export(OtlpTransport transport, absl::string_view request, absl::Time arrival,
-                         Done done) {
+                         Done done, size_t charged) {
   metrics::ShipperMetrics& metrics = metrics::ShipperMetrics::Get();
   const absl::string_view input = InputLabel(transport);
   if (!impl_->accepting()) {
@@ -183,12 +183,12 @@ void OtlpExports::Export(OtlpTransport transport, absl::string_view request, abs
     Finish(transport, arrival, Outcome(std::move(status)), done);
   };
   const size_t bytes = conversion.bytes();
-  if (budget_->capacity() != 0 && bytes > budget_->capacity()) {
-    return refuse(absl::ResourceExhaustedError(
-        absl::StrCat("the export's records take ", bytes,
-                     " bytes once converted, more than the memory budget "
-                     "shipper.queue.mem.bytes (",
-                     budget_->capacity(), " bytes): send fewer records per export")));
+  if (budget_->capacity() != 0 && bytes + charged > budget_->capacity()) {
+    return refuse(absl::ResourceExhaustedError(absl::StrCat(
+        "the export's records take ", bytes, " bytes once converted",
+        charged != 0 ? absl::StrCat(" (and its request ", charged, " more while converted)") : "",
+        ", more than the memory budget shipper.queue.mem.bytes (", budget_->capacity(),
+        " bytes): send fewer records per export")));
   }
   if (!budget_->TryAcquire(bytes)) {
     return refuse(absl::UnavailableError(
@@ -229,12 +229,12 @@ ExportOutcome OtlpExports::Refused(OtlpTransport transport, absl::Status status,
 }
 
 ExportOutcome OtlpExports::TooLarge(OtlpTransport transport, size_t bytes, absl::Time arrival) {
-  return Refused(transport,
-                 absl::ResourceExhaustedError(absl::StrCat(
-                     "the export request is ", bytes,
-                     " bytes, more than shipper.otlp.max_message_size (",
-                     settings_.max_message_size, " bytes): send fewer records per export")),
-                 arrival);
+  return Refused(
+      transport,
+      absl::ResourceExhaustedError(absl::StrCat(
+          "the export request is ", bytes, " bytes, more than shipper.otlp.max_message_size (",
+          settings_.max_message_size, " bytes): send fewer records per export")),
+      arrival);
 }
 
 ExportOutcome OtlpExports::Unavailable(OtlpTransport transport, absl::string_view why,
@@ -252,8 +252,8 @@ ExportOutcome OtlpExports::Outcome(absl::Status status) const {
   return outcome;
 }
 
-void OtlpExports::Finish(OtlpTransport transport, absl::Time arrival,
-                         const ExportOutcome& outcome, Done& done) {
+void OtlpExports::Finish(OtlpTransport transport, absl::Time arrival, const ExportOutcome& outcome,
+                         Done& done) {
   metrics::ShipperMetrics::Get().InputRequest(InputLabel(transport), outcome.status.code(),
                                               absl::Now() - arrival);
   done(outcome);

@@ -84,8 +84,12 @@ class OtlpExports {
 
   // Takes the serialized ExportLogsServiceRequest `request`, which needs to live only until
   // Export() returns, received at `arrival` (the records' timestamp when they carry none, and
-  // the start of the reply-time histogram). Calls `done` once, as described above.
-  void Export(OtlpTransport transport, absl::string_view request, absl::Time arrival, Done done);
+  // the start of the reply-time histogram). Calls `done` once, as described above. `charged`:
+  // what the transport charged to budget() for `request` (its flattened or inflated copy), so
+  // that an export whose copy and records together could never fit in the budget is refused as
+  // too large (RESOURCE_EXHAUSTED) rather than asked to retry for ever.
+  void Export(OtlpTransport transport, absl::string_view request, absl::Time arrival, Done done,
+              size_t charged = 0);
 
   // An export the transport refused itself before calling Export() (a body larger than
   // max_message_size, a gzip stream that does not inflate, ...): counts it in the metrics as

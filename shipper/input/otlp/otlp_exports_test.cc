@@ -168,8 +168,7 @@ TEST_F(OtlpExportsTest, TooLargeUndecodableAndPartlyTooLarge) {
   scope->add_log_records()->mutable_body()->set_string_value("one");
   scope->add_log_records()->mutable_body()->set_string_value(std::string(10000, 'x'));
   scope->add_log_records()->mutable_body()->set_string_value("three");
-  exports_->Export(OtlpTransport::kGrpc, request.SerializeAsString(), absl::Now(),
-                   partial.Done());
+  exports_->Export(OtlpTransport::kGrpc, request.SerializeAsString(), absl::Now(), partial.Done());
   EXPECT_TRUE(partial.outcome.status.ok()) << partial.outcome.status;
   EXPECT_EQ(partial.outcome.rejected_log_records, 1);
   EXPECT_THAT(partial.outcome.error_message, HasSubstr("too large"));

@@ -89,8 +89,8 @@ absl::Status GetInteger(const Value& v, const Path& path, T* out) {
   } else if (v.IsDouble()) {
     const double d = v.GetDouble();
     // 2^63 and 2^64 are exact doubles; the largest in range are below them.
-    fits = std::trunc(d) == d && d >= static_cast<double>(kMin) &&
-           d < static_cast<double>(kMax) + 1.0;
+    fits =
+        std::trunc(d) == d && d >= static_cast<double>(kMin) && d < static_cast<double>(kMax) + 1.0;
     if (fits) *out = static_cast<T>(d);
   } else if (v.IsString()) {
     const absl::string_view s = View(v);
@@ -246,7 +246,7 @@ class Decoder {
         }
         if (Named(name, "droppedAttributesCount", "dropped_attributes_count")) {
           return SetInteger<uint32_t>(value, path.Field("droppedAttributesCount"),
-                            [&](uint32_t n) { out->set_dropped_attributes_count(n); });
+                                      [&](uint32_t n) { out->set_dropped_attributes_count(n); });
         }
         return absl::OkStatus();
       });
@@ -287,7 +287,7 @@ class Decoder {
         }
         if (Named(name, "droppedAttributesCount", "dropped_attributes_count")) {
           return SetInteger<uint32_t>(value, path.Field("droppedAttributesCount"),
-                            [&](uint32_t n) { out->set_dropped_attributes_count(n); });
+                                      [&](uint32_t n) { out->set_dropped_attributes_count(n); });
         }
         return absl::OkStatus();
       });
@@ -299,11 +299,11 @@ class Decoder {
       return ForEachMember(v, path, [&](const Value& name, const Value& value) {
         if (Named(name, "timeUnixNano", "time_unix_nano")) {
           return SetInteger<uint64_t>(value, path.Field("timeUnixNano"),
-                            [&](uint64_t t) { out->set_time_unix_nano(t); });
+                                      [&](uint64_t t) { out->set_time_unix_nano(t); });
         }
         if (Named(name, "observedTimeUnixNano", "observed_time_unix_nano")) {
           return SetInteger<uint64_t>(value, path.Field("observedTimeUnixNano"),
-                            [&](uint64_t t) { out->set_observed_time_unix_nano(t); });
+                                      [&](uint64_t t) { out->set_observed_time_unix_nano(t); });
         }
         if (Named(name, "severityNumber", "severity_number")) {
           return Severity(value, path.Field("severityNumber"), out);
@@ -319,10 +319,11 @@ class Decoder {
         }
         if (Named(name, "droppedAttributesCount", "dropped_attributes_count")) {
           return SetInteger<uint32_t>(value, path.Field("droppedAttributesCount"),
-                            [&](uint32_t n) { out->set_dropped_attributes_count(n); });
+                                      [&](uint32_t n) { out->set_dropped_attributes_count(n); });
         }
         if (Named(name, "flags", "flags")) {
-          return SetInteger<uint32_t>(value, path.Field("flags"), [&](uint32_t f) { out->set_flags(f); });
+          return SetInteger<uint32_t>(value, path.Field("flags"),
+                                      [&](uint32_t f) { out->set_flags(f); });
         }
         if (Named(name, "traceId", "trace_id")) {
           return GetHexId(value, path.Field("traceId"), 16, out->mutable_trace_id());
@@ -347,8 +348,8 @@ class Decoder {
     }
     if (v.IsString()) return Invalid(path, "expected an integer or a SeverityNumber name");
     // Proto3 enums are open: any int32 is kept as it came, as from protobuf.
-    return SetInteger<int32_t>(v, path,
-                      [&](int32_t n) { out->set_severity_number(logs::SeverityNumber(n)); });
+    return SetInteger<int32_t>(
+        v, path, [&](int32_t n) { out->set_severity_number(logs::SeverityNumber(n)); });
   }
 
   // GetInteger into a T, then `set(T)` it unless the value is null.

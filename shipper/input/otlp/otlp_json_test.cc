@@ -180,7 +180,8 @@ TEST(JsonToProtobufRequest, SaysWhatIsWrongAndWhere) {
   EXPECT_THAT(ErrorOf(""), HasSubstr("OTLP/JSON: not JSON at byte 0"));
   EXPECT_THAT(ErrorOf(R"({"resourceLogs":[}")"), HasSubstr("not JSON at byte 17"));
   EXPECT_THAT(ErrorOf("[]"), HasSubstr("request: expected an object"));
-  EXPECT_THAT(ErrorOf(R"({"resourceLogs":{}})"), HasSubstr("request.resourceLogs: expected a list"));
+  EXPECT_THAT(ErrorOf(R"({"resourceLogs":{}})"),
+              HasSubstr("request.resourceLogs: expected a list"));
   EXPECT_THAT(ErrorOf(R"({"resourceLogs":[{"scopeLogs":[{},{"scope":{"name":7}}]}]})"),
               HasSubstr("request.resourceLogs[0].scopeLogs[1].scope.name: expected a string"));
   EXPECT_THAT(ErrorOf(WithRecord(R"({"body":{"stringValue":"a","intValue":1}})")),
@@ -227,8 +228,9 @@ TEST(ResponseToJson, IsEmptyOnFullSuccessAndCarriesAPartialSuccess) {
   EXPECT_EQ(ResponseToJson(response), "{}");
   response.mutable_partial_success()->set_rejected_log_records(2);
   response.mutable_partial_success()->set_error_message("2 records \"too\" large");
-  EXPECT_EQ(ResponseToJson(response),
-            R"({"partialSuccess":{"rejectedLogRecords":"2","errorMessage":"2 records \"too\" large"}})");
+  EXPECT_EQ(
+      ResponseToJson(response),
+      R"({"partialSuccess":{"rejectedLogRecords":"2","errorMessage":"2 records \"too\" large"}})");
 }
 
 TEST(StatusBody, IsAGoogleRpcStatusInEitherEncoding) {
