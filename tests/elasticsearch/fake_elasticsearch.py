@@ -10,7 +10,8 @@ basic and API-key authentication (401 otherwise), `filter_path` answers ({"error
 with the cluster's name and version. It keeps every document it indexed, per index, in memory.
 
 Faults on demand, set by a test through the methods below or, for a fake run as a script, by
-POST /_fake/faults with the same names as JSON (GET /_fake/stats answers what it saw):
+POST /_fake/faults with the same names as JSON (GET /_fake/stats answers what it saw, GET
+/_fake/values?field=NAME the value of NAME in every document it holds, one per copy):
   request_faults  a list consumed one per bulk request: 429, 503 or 413 (the whole request
                   answered so), or "close" (the connection closed without an answer)
   max_bytes       bulk bodies (inflated) larger than this are answered 413, as
@@ -208,6 +209,11 @@ class _Handler(BaseHTTPRequestHandler):
             with fake.lock:
                 stats = dict(fake.stats, indices={i: len(d) for i, d in fake.indices.items()})
             return self.answer(200, stats)
+        if self.path.startswith("/_fake/values?field="):
+            field = self.path.split("=", 1)[1]
+            with fake.lock:
+                values = [d.get(field) for docs in fake.indices.values() for d in docs]
+            return self.answer(200, values)
         if not fake.authorized(self.headers.get("Authorization")):
             return self.unauthorized()
         self.answer(200, {"name": "fake-node", "cluster_name": "fake-cluster",

@@ -75,6 +75,10 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(int port, const 
 
 RedisServer::~RedisServer() { Kill(); }
 
+void RedisServer::Signal(int signal) const {
+  if (pid_ > 0) ::kill(pid_, signal);
+}
+
 void RedisServer::Kill() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGKILL);

@@ -33,6 +33,8 @@ class RedisServer {
   int port() const { return port_; }
   // SIGKILL, then waits for the process to end.
   void Kill();
+  // Sends `signal` (e.g. SIGSTOP, SIGCONT to freeze and thaw it).
+  void Signal(int signal) const;
 
   // A new connection (authenticated when the server has a password); null on failure.
   std::unique_ptr<redisContext, void (*)(redisContext*)> Connect() const;
