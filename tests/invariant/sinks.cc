@@ -1,0 +1,432 @@
+#include "tests/invariant/sinks.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <regex>
+
+#include "absl/random/distributions.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "httplib.h"
+#include "rapidjson/document.h"
+#include "tests/kafka/mock_cluster.h"
+#include "tests/outputs/producer_client.h"
+#include "tests/outputs/redis_server.h"
+#include "tests/testing/shipper_process.h"
+
+namespace shipper::testing {
+
+namespace pb = elastic::agent::shipper::v1::messages;
+
+pb::Event Sink::MakeEvent(uint64_t seq) const { return TestEvent(seq); }
+
+namespace {
+
+// A fault's own length: a random wait between `low_ms` and `high_ms`.
+void FaultFor(std::mt19937_64& rng, int low_ms, int high_ms) {
+  absl::SleepFor(absl::Milliseconds(absl::Uniform(rng, low_ms, high_ms)));
+}
+
+// The test_seq of every line of the files at `paths`.
+std::vector<int64_t> ReadLines(const std::vector<std::string>& paths) {
+  std::vector<int64_t> seqs;
+  for (const std::string& path : paths) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) seqs.push_back(TestSeq(line));
+  }
+  return seqs;
+}
+
+// The file output writing one file (rotation never comes: 1 GiB).
+std::vector<std::string> FileOutputArgs(const std::string& dir) {
+  return {"-E", "shipper.output.file.enabled=true",
+          "-E", absl::StrCat("shipper.output.file.path=", dir),
+          "-E", "shipper.output.file.rotate_every_kb=1048576"};
+}
+
+class FileSink final : public Sink {
+ public:
+  explicit FileSink(std::string dir) : dir_(std::move(dir)) {}
+
+  std::vector<std::string> ShipperArgs() const override { return FileOutputArgs(dir_); }
+  absl::StatusOr<std::vector<int64_t>> Read() override {
+    return ReadLines({dir_ + "/shipper.ndjson"});
+  }
+  // A file has no faults of its own here (the test runs as root: permissions stop nothing);
+  // Shipper's SIGKILLs are the file output's faults.
+  absl::StatusOr<std::string> Fault(std::mt19937_64&, const std::function<void()>&) override {
+    return "";
+  }
+
+ private:
+  const std::string dir_;
+};
+
+class RedisSink final : public Sink {
+ public:
+  static absl::StatusOr<std::unique_ptr<Sink>> Start(const std::string& dir) {
+    const int port = FreePort();
+    auto server = RedisServer::Start(port, dir, /*append_only=*/true);
+    if (!server.ok()) return server.status();
+    return std::unique_ptr<Sink>(new RedisSink(dir, port, *std::move(server)));
+  }
+
+  std::vector<std::string> ShipperArgs() const override {
+    return {"-E", "shipper.output.redis.enabled=true",
+            "-E", absl::StrCat("shipper.output.redis.hosts=127.0.0.1:", port_),
+            "-E", "shipper.output.redis.key=events",
+            "-E", "shipper.output.redis.timeout=1s"};
+  }
+  absl::StatusOr<std::vector<int64_t>> Read() override {
+    std::vector<int64_t> seqs;
+    for (const std::string& item : server_->ReadList("events")) seqs.push_back(TestSeq(item));
+    return seqs;
+  }
+  absl::StatusOr<std::string> Fault(std::mt19937_64& rng,
+                                    const std::function<void()>& during) override {
+    switch (absl::Uniform(rng, 0, 4)) {
+      case 0: {  // killed and restarted on its files: it keeps what it acknowledged
+        server_->Kill();
+        FaultFor(rng, 100, 1000);
+        during();
+        auto server = RedisServer::Start(port_, dir_, /*append_only=*/true);
+        if (!server.ok()) return server.status();
+        server_ = *std::move(server);
+        return "kill";
+      }
+      case 1:  // frozen, beyond the output's 1 s timeout at times
+        server_->Signal(SIGSTOP);
+        FaultFor(rng, 200, 2000);
+        during();
+        server_->Signal(SIGCONT);
+        return "freeze";
+      case 2:  // every write refused: "OOM command not allowed when used memory > 'maxmemory'"
+        if (server_->Command({"CONFIG", "SET", "maxmemory", "1"}) == nullptr) {
+          return absl::UnavailableError("CONFIG SET maxmemory failed");
+        }
+        FaultFor(rng, 100, 1000);
+        during();
+        if (server_->Command({"CONFIG", "SET", "maxmemory", "0"}) == nullptr) {
+          return absl::UnavailableError("CONFIG SET maxmemory failed");
+        }
+        return "oom";
+      default:  // every connection but ours cut, a few times
+        for (int i = absl::Uniform(rng, 1, 5); i > 0; --i) {
+          server_->Command({"CLIENT", "KILL", "TYPE", "normal"});
+          FaultFor(rng, 10, 200);
+        }
+        during();
+        return "disconnect";
+    }
+  }
+
+ private:
+  RedisSink(std::string dir, int port, std::unique_ptr<RedisServer> server)
+      : dir_(std::move(dir)), port_(port), server_(std::move(server)) {}
+
+  const std::string dir_;
+  const int port_;
+  std::unique_ptr<RedisServer> server_;
+};
+
+constexpr int kKafkaBrokers = 3;
+constexpr int kKafkaPartitions = 6;
+
+class KafkaSink final : public Sink {
+ public:
+  static absl::StatusOr<std::unique_ptr<Sink>> Start() {
+    auto cluster = MockCluster::Start(kKafkaBrokers);
+    if (!cluster.ok()) return cluster.status();
+    if (absl::Status created = (*cluster)->CreateTopic("events", kKafkaPartitions); !created.ok()) {
+      return created;
+    }
+    return std::unique_ptr<Sink>(new KafkaSink(*std::move(cluster)));
+  }
+
+  std::vector<std::string> ShipperArgs() const override {
+    return {"-E", "shipper.output.kafka.enabled=true",
+            "-E", absl::StrCat("shipper.output.kafka.hosts=", cluster_->bootstraps()),
+            "-E", "shipper.output.kafka.topic=events",
+            "-E", "shipper.output.kafka.timeout=5s"};
+  }
+  absl::StatusOr<std::vector<int64_t>> Read() override {
+    auto messages = cluster_->Consume("events", kKafkaPartitions, absl::Seconds(60));
+    if (!messages.ok()) return messages.status();
+    std::vector<int64_t> seqs;
+    for (const KafkaMessage& m : *messages) seqs.push_back(TestSeq(m.value));
+    return seqs;
+  }
+  absl::StatusOr<std::string> Fault(std::mt19937_64& rng,
+                                    const std::function<void()>& during) override {
+    rd_kafka_mock_cluster_t* cluster = cluster_->get();
+    const int broker = absl::Uniform(rng, 1, kKafkaBrokers + 1);
+    switch (absl::Uniform(rng, 0, 5)) {
+      case 0:  // one broker down (it keeps leading its partitions: they wait)
+        rd_kafka_mock_broker_set_down(cluster, broker);
+        FaultFor(rng, 200, 1500);
+        during();
+        rd_kafka_mock_broker_set_up(cluster, broker);
+        return "broker down";
+      case 1:
+        for (int b = 1; b <= kKafkaBrokers; ++b) rd_kafka_mock_broker_set_down(cluster, b);
+        FaultFor(rng, 200, 1500);
+        during();
+        for (int b = 1; b <= kKafkaBrokers; ++b) rd_kafka_mock_broker_set_up(cluster, b);
+        return "all brokers down";
+      case 2: {  // produce requests answered with retriable errors
+        static constexpr rd_kafka_resp_err_t kErrors[] = {
+            RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+            RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE};
+        std::vector<rd_kafka_resp_err_t> errors(absl::Uniform(rng, 1, 7));
+        for (rd_kafka_resp_err_t& e : errors) e = kErrors[absl::Uniform(rng, 0, 4)];
+        rd_kafka_mock_push_request_errors_array(cluster, /*Produce=*/0, errors.size(),
+                                                errors.data());
+        FaultFor(rng, 100, 500);
+        during();
+        return "produce errors";
+      }
+      case 3:  // a broker slow to answer: a freeze shorter than librdkafka's timeouts
+        rd_kafka_mock_broker_set_rtt(cluster, broker, absl::Uniform(rng, 300, 3000));
+        FaultFor(rng, 500, 2000);
+        during();
+        rd_kafka_mock_broker_set_rtt(cluster, broker, 0);
+        return "slow broker";
+      default:  // a partition's leader moves
+        rd_kafka_mock_partition_set_leader(cluster, "events",
+                                           absl::Uniform(rng, 0, kKafkaPartitions), broker);
+        FaultFor(rng, 100, 500);
+        during();
+        return "leader moved";
+    }
+  }
+
+ private:
+  explicit KafkaSink(std::unique_ptr<MockCluster> cluster) : cluster_(std::move(cluster)) {}
+
+  std::unique_ptr<MockCluster> cluster_;
+};
+
+// A child process with its stdout and stderr in a file.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
+    pid_ = fork();
+    if (pid_ != 0) return;
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  ~Child() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  void Signal(int signal) const { kill(pid_, signal); }
+  std::string Log() const {
+    std::ifstream in(log_);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  bool Exited() const { return waitpid(pid_, nullptr, WNOHANG) == pid_; }
+
+ private:
+  const std::string log_;
+  pid_t pid_;
+};
+
+class ElasticsearchSink final : public Sink {
+ public:
+  static absl::StatusOr<std::unique_ptr<Sink>> Start(const std::string& dir, uint64_t seed) {
+    auto fake = std::make_unique<Child>(
+        std::vector<std::string>{"/usr/bin/python3", "tests/elasticsearch/fake_elasticsearch.py"},
+        dir + "/fake_elasticsearch.log");
+    static const std::regex kListening("listening on 127\\.0\\.0\\.1:(\\d+)");
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline) {
+      std::smatch match;
+      const std::string log = fake->Log();
+      if (std::regex_search(log, match, kListening)) {
+        return std::unique_ptr<Sink>(
+            new ElasticsearchSink(std::move(fake), std::stoi(match[1]), seed));
+      }
+      if (fake->Exited()) return absl::FailedPreconditionError("fake Elasticsearch: " + log);
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return absl::DeadlineExceededError("fake Elasticsearch did not listen: " + fake->Log());
+  }
+
+  std::vector<std::string> ShipperArgs() const override {
+    return {"-E", "shipper.output.elasticsearch.enabled=true",
+            "-E", absl::StrCat("shipper.output.elasticsearch.hosts=http://127.0.0.1:", port_),
+            "-E", "shipper.output.elasticsearch.timeout=2s"};
+  }
+  // One event in 100 is answered 429 the first time the fake sees it, one in 100 409 (and
+  // indexed, as if an earlier attempt had written it): the fake reads "fault" and "seq".
+  pb::Event MakeEvent(uint64_t seq) const override {
+    pb::Event event = TestEvent(seq);
+    auto& data = *event.mutable_fields()->mutable_data();
+    data["seq"].set_uint64_value(seq);
+    const uint64_t pick = (seq * 0x9E3779B97F4A7C15u + seed_) % 100;
+    if (pick == 0) data["fault"].set_string_value("retry");
+    if (pick == 1) data["fault"].set_string_value("conflict");
+    return event;
+  }
+  absl::StatusOr<std::vector<int64_t>> Read() override {
+    httplib::Client http("127.0.0.1", port_);
+    http.set_read_timeout(60);
+    httplib::Result page = http.Get("/_fake/values?field=test_seq");
+    if (!page || page->status != 200) return absl::UnavailableError("GET /_fake/values failed");
+    rapidjson::Document doc;
+    doc.Parse(page->body.c_str());
+    if (doc.HasParseError() || !doc.IsArray()) return absl::InternalError(page->body);
+    std::vector<int64_t> seqs;
+    for (const rapidjson::Value& v : doc.GetArray()) {
+      seqs.push_back(v.IsUint64() ? static_cast<int64_t>(v.GetUint64()) : -1);
+    }
+    return seqs;
+  }
+  absl::StatusOr<std::string> Fault(std::mt19937_64& rng,
+                                    const std::function<void()>& during) override {
+    switch (absl::Uniform(rng, 0, 4)) {
+      case 0: {  // the next bulk requests answered 429 or 503, or cut without an answer
+        std::vector<std::string> faults(absl::Uniform(rng, 1, 6));
+        for (std::string& f : faults)
+          f = std::vector<std::string>{"429", "503", "\"close\""}[absl::Uniform(rng, 0, 3)];
+        if (absl::Status s =
+                Set(absl::StrCat(R"({"request_faults": [)", absl::StrJoin(faults, ", "), "]}"));
+            !s.ok()) {
+          return s;
+        }
+        FaultFor(rng, 100, 500);
+        during();
+        return "request errors";
+      }
+      case 1:  // requests held unanswered, then their connections closed
+        if (absl::Status s = Set(R"({"stalled": true})"); !s.ok()) return s;
+        FaultFor(rng, 200, 1500);
+        during();
+        if (absl::Status s = Set(R"({"stalled": false})"); !s.ok()) return s;
+        return "stall";
+      case 2:  // frozen, beyond the output's 2 s timeout at times: what it then indexes is resent
+        fake_->Signal(SIGSTOP);
+        FaultFor(rng, 200, 3000);
+        during();
+        fake_->Signal(SIGCONT);
+        return "freeze";
+      default: {  // slow answers, beyond the timeout at times
+        const double delay = absl::Uniform(rng, 0.3, 2.5);
+        if (absl::Status s = Set(absl::StrCat(R"({"delay": )", delay, "}")); !s.ok()) return s;
+        FaultFor(rng, 500, 2000);
+        during();
+        if (absl::Status s = Set(R"({"delay": 0})"); !s.ok()) return s;
+        return "slow";
+      }
+    }
+  }
+
+ private:
+  ElasticsearchSink(std::unique_ptr<Child> fake, int port, uint64_t seed)
+      : fake_(std::move(fake)), port_(port), seed_(seed) {}
+
+  absl::Status Set(const std::string& faults) {
+    httplib::Client http("127.0.0.1", port_);
+    httplib::Result answer = http.Post("/_fake/faults", faults, "application/json");
+    if (!answer || answer->status != 200) {
+      return absl::UnavailableError("POST /_fake/faults " + faults + " failed");
+    }
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<Child> fake_;
+  const int port_;
+  const uint64_t seed_;
+};
+
+class ForwardSink final : public Sink {
+ public:
+  static absl::StatusOr<std::unique_ptr<Sink>> Start(const std::string& dir) {
+    std::unique_ptr<ForwardSink> sink(new ForwardSink(dir));
+    if (absl::Status started = sink->StartAggregator(); !started.ok()) return started;
+    return std::unique_ptr<Sink>(std::move(sink));
+  }
+
+  std::vector<std::string> ShipperArgs() const override {
+    return {"-E", "shipper.output.shipper.enabled=true",
+            "-E", absl::StrCat("shipper.output.shipper.server=", address_),
+            "-E", "shipper.output.shipper.timeout=1s"};
+  }
+  absl::StatusOr<std::vector<int64_t>> Read() override {
+    return ReadLines({dir_ + "/shipper.ndjson"});
+  }
+  absl::StatusOr<std::string> Fault(std::mt19937_64& rng,
+                                    const std::function<void()>& during) override {
+    if (absl::Uniform(rng, 0, 2) == 0) {  // killed: a new uuid when it is back
+      aggregator_->Signal(SIGKILL);
+      if (absl::StatusOr<int> code = aggregator_->Wait(absl::Seconds(10)); !code.ok()) {
+        return code.status();
+      }
+      FaultFor(rng, 100, 1000);
+      during();
+      if (absl::Status started = StartAggregator(); !started.ok()) return started;
+      return "kill";
+    }
+    // Frozen, its connections open: beyond the sidecar's timeout and pings (2 s) at times.
+    aggregator_->Signal(SIGSTOP);
+    FaultFor(rng, 300, 3500);
+    during();
+    aggregator_->Signal(SIGCONT);
+    return "freeze";
+  }
+
+ private:
+  explicit ForwardSink(const std::string& dir)
+      : dir_(dir), address_(absl::StrCat("127.0.0.1:", FreePort())) {}
+
+  absl::Status StartAggregator() {
+    std::vector<std::string> args = FileOutputArgs(dir_);
+    // A small queue: the sidecar meets partial acceptance under load.
+    args.insert(args.end(), {"-E", absl::StrCat("shipper.server.server=", address_), "-E",
+                             "shipper.queue.mem.events=4096", "-E", "http.port=0"});
+    aggregator_.reset();
+    auto started = ShipperProcess::Start(args);
+    if (!started.ok()) return started.status();
+    aggregator_ = std::make_unique<ShipperProcess>(*std::move(started));
+    return absl::OkStatus();
+  }
+
+  const std::string dir_;
+  const std::string address_;
+  std::unique_ptr<ShipperProcess> aggregator_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& SinkNames() {
+  static const std::vector<std::string> kNames = {"file", "redis", "kafka", "elasticsearch",
+                                                  "shipper"};
+  return kNames;
+}
+
+absl::StatusOr<std::unique_ptr<Sink>> StartSink(absl::string_view name, const std::string& dir,
+                                                uint64_t seed) {
+  std::filesystem::create_directories(dir);
+  if (name == "file") return std::unique_ptr<Sink>(new FileSink(dir));
+  if (name == "redis") return RedisSink::Start(dir);
+  if (name == "kafka") return KafkaSink::Start();
+  if (name == "elasticsearch") return ElasticsearchSink::Start(dir, seed);
+  if (name == "shipper") return ForwardSink::Start(dir);
+  return absl::InvalidArgumentError(absl::StrCat("no output named ", name));
+}
+
+}  // namespace shipper::testing

@@ -1,0 +1,57 @@
+// The outputs the invariant test drives, each with the destination it writes to and the faults
+// that destination can suffer, started by the test on loopback: the file output (no destination
+// process: its faults are Shipper's own), Redis (a real redis-server, append-only and fsynced
+// always, so that a killed one keeps what it acknowledged), Kafka (librdkafka's mock cluster in
+// this process), Elasticsearch (fake_elasticsearch.py, which follows the _bulk API's
+// documentation) and forwarding (a second Shipper as aggregator, writing to a file).
+//
+// Every destination keeps what it acknowledged across its faults, so what it holds only grows:
+// a persisted index read during a fault can be checked against it afterwards.
+//
+// Thread safety: one thread uses a Sink.
+#ifndef SHIPPER_TESTS_INVARIANT_SINKS_H_
+#define SHIPPER_TESTS_INVARIANT_SINKS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/messages.pb.h"
+
+namespace shipper::testing {
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+
+  // Shipper's -E arguments that enable this output, writing to this destination.
+  virtual std::vector<std::string> ShipperArgs() const = 0;
+  // The event published as `seq`: it holds test_seq = seq (and whatever the destination's
+  // per-event faults read).
+  virtual elastic::agent::shipper::v1::messages::Event MakeEvent(uint64_t seq) const;
+  // The test_seq of every event the destination holds, one per copy; -1 for what is no test
+  // event. REQUIRES: no fault is on.
+  virtual absl::StatusOr<std::vector<int64_t>> Read() = 0;
+  // Injects one fault of the destination's, chosen and timed with `rng`, calls `during` while it
+  // is on, and heals it; its name ("kill", "freeze", ...), or "" when the destination has none
+  // (`during` is then not called).
+  virtual absl::StatusOr<std::string> Fault(std::mt19937_64& rng,
+                                            const std::function<void()>& during) = 0;
+};
+
+// The output names StartSink takes.
+const std::vector<std::string>& SinkNames();
+
+// Starts the destination of output `name` with its files under `dir`; `seed` picks which events
+// meet per-event faults.
+absl::StatusOr<std::unique_ptr<Sink>> StartSink(absl::string_view name, const std::string& dir,
+                                                uint64_t seed);
+
+}  // namespace shipper::testing
+
+#endif  // SHIPPER_TESTS_INVARIANT_SINKS_H_
