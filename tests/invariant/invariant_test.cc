@@ -22,6 +22,7 @@
 // same order, not the same timing: Shipper and the destinations run at their own pace.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -47,6 +48,9 @@ ABSL_FLAG(uint64_t, seed, 0, "seeds every random choice; 0: one from the clock (
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(6),
           "how long each case injects faults (a soak: e.g. 10m, with --test_timeout)");
 ABSL_FLAG(double, rate, 4000, "new events per second the client publishes");
+ABSL_FLAG(std::vector<std::string>, faults, {},
+          "only these faults (e.g. freeze,shipper-kill; a case without any of them skips); "
+          "empty: all");
 
 namespace shipper::testing {
 namespace {
@@ -59,6 +63,11 @@ struct Case {
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   return absl::StrCat(info.param.output, info.param.disk ? "_disk" : "_memory");
 }
+
+void PrintTo(const Case& c, std::ostream* os) { *os << CaseName({c, 0}); }
+
+// Shipper's own fault, beside the destination's.
+constexpr absl::string_view kShipperKill = "shipper-kill";
 
 // Shipper with `args`, once it listens.
 absl::StatusOr<std::unique_ptr<ShipperProcess>> StartShipper(const std::vector<std::string>& args) {
@@ -155,6 +164,17 @@ TEST_P(InvariantTest, NothingReportedPersistedIsLost) {
   const bool disk = GetParam().disk;
   auto sink = StartSink(GetParam().output, dir_ + "/sink", seed_);
   ASSERT_TRUE(sink.ok()) << sink.status();
+  std::vector<std::string> kinds = (*sink)->Faults();
+  kinds.emplace_back(kShipperKill);
+  if (const std::vector<std::string> only = absl::GetFlag(FLAGS_faults); !only.empty()) {
+    kinds.erase(std::remove_if(kinds.begin(), kinds.end(),
+                               [&](const std::string& kind) {
+                                 return std::find(only.begin(), only.end(), kind) == only.end();
+                               }),
+                kinds.end());
+    if (kinds.empty()) GTEST_SKIP() << "none of --faults applies to " << name_;
+  }
+
   const std::vector<std::string> args = ShipperArgs(**sink);
   absl::StatusOr<std::unique_ptr<ShipperProcess>> shipper = StartShipper(args);
   ASSERT_TRUE(shipper.ok()) << shipper.status();
@@ -165,21 +185,24 @@ TEST_P(InvariantTest, NothingReportedPersistedIsLost) {
       << (*shipper)->Log();
 
   std::vector<PersistedSample> samples;
-  std::map<std::string, int> faults;  // by name
+  std::map<std::string, int> faults;  // injected, by kind
   const auto sample = [&] { samples.push_back(publisher.LastPersisted()); };
   const absl::Time start = absl::Now();
   while (absl::Now() < start + absl::GetFlag(FLAGS_duration)) {
-    const int action = absl::Uniform(rng_, 0, 10);
-    absl::StatusOr<std::string> fault = std::string();
-    if (action < 3) {
+    if (absl::Uniform(rng_, 0, 10) < 3) {
       sample();
       // With the disk queue the index runs ahead of the destination: it is checked at the end.
       if (!disk) {
         ASSERT_NO_FATAL_FAILURE(ReadAndCheck(**sink, publisher, samples));
       }
-    } else if (action < 8) {
-      fault = (*sink)->Fault(rng_, sample);
-      ASSERT_TRUE(fault.ok()) << fault.status();
+    } else if (const std::string& kind = kinds[absl::Uniform(rng_, 0u, kinds.size())];
+               kind != kShipperKill) {
+      const absl::Status injected = (*sink)->Inject(kind, rng_, sample);
+      ASSERT_TRUE(injected.ok()) << injected;
+      ++faults[kind];
+      std::cout << "  "
+                << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
+                << " " << kind << " healed" << std::endl;
     } else {
       sample();  // the last index read before the kill
       (*shipper)->Signal(SIGKILL);
@@ -190,9 +213,12 @@ TEST_P(InvariantTest, NothingReportedPersistedIsLost) {
       ASSERT_TRUE(Await([&] { return publisher.LastPersisted().uuid == (*shipper)->uuid(); },
                         absl::Seconds(30)))
           << (*shipper)->Log();
-      *fault = "Shipper SIGKILL";
+      ++faults[kind];
+      std::cout << "  "
+                << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1)))
+                << " " << kind << " after index " << samples.back().index << ", restarted"
+                << std::endl;
     }
-    if (!fault->empty()) ++faults[*fault];  // "": a check, or a destination without faults
     // Between actions: time for delivery to go on (the schedule, not a wait for a result).
     absl::SleepFor(absl::Milliseconds(absl::Uniform(rng_, 50, 500)));
   }

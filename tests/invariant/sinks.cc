@@ -62,8 +62,10 @@ class FileSink final : public Sink {
   }
   // A file has no faults of its own here (the test runs as root: permissions stop nothing);
   // Shipper's SIGKILLs are the file output's faults.
-  absl::StatusOr<std::string> Fault(std::mt19937_64&, const std::function<void()>&) override {
-    return "";
+  std::vector<std::string> Faults() const override { return {}; }
+  absl::Status Inject(absl::string_view name, std::mt19937_64&,
+                      const std::function<void()>&) override {
+    return absl::InvalidArgumentError(absl::StrCat("the file has no fault ", name));
   }
 
  private:
@@ -90,42 +92,40 @@ class RedisSink final : public Sink {
     for (const std::string& item : server_->ReadList("events")) seqs.push_back(TestSeq(item));
     return seqs;
   }
-  absl::StatusOr<std::string> Fault(std::mt19937_64& rng,
-                                    const std::function<void()>& during) override {
-    switch (absl::Uniform(rng, 0, 4)) {
-      case 0: {  // killed and restarted on its files: it keeps what it acknowledged
-        server_->Kill();
-        FaultFor(rng, 100, 1000);
-        during();
-        auto server = RedisServer::Start(port_, dir_, /*append_only=*/true);
-        if (!server.ok()) return server.status();
-        server_ = *std::move(server);
-        return "kill";
+  std::vector<std::string> Faults() const override {
+    return {"kill", "freeze", "oom", "disconnect"};
+  }
+  absl::Status Inject(absl::string_view name, std::mt19937_64& rng,
+                      const std::function<void()>& during) override {
+    if (name == "kill") {  // killed and restarted on its files: it keeps what it acknowledged
+      server_->Kill();
+      FaultFor(rng, 100, 1000);
+      during();
+      auto server = RedisServer::Start(port_, dir_, /*append_only=*/true);
+      if (!server.ok()) return server.status();
+      server_ = *std::move(server);
+    } else if (name == "freeze") {  // beyond the output's 1 s timeout at times
+      server_->Signal(SIGSTOP);
+      FaultFor(rng, 200, 2000);
+      during();
+      server_->Signal(SIGCONT);
+    } else if (name == "oom") {  // "OOM command not allowed when used memory > 'maxmemory'"
+      if (server_->Command({"CONFIG", "SET", "maxmemory", "1"}) == nullptr) {
+        return absl::UnavailableError("CONFIG SET maxmemory failed");
       }
-      case 1:  // frozen, beyond the output's 1 s timeout at times
-        server_->Signal(SIGSTOP);
-        FaultFor(rng, 200, 2000);
-        during();
-        server_->Signal(SIGCONT);
-        return "freeze";
-      case 2:  // every write refused: "OOM command not allowed when used memory > 'maxmemory'"
-        if (server_->Command({"CONFIG", "SET", "maxmemory", "1"}) == nullptr) {
-          return absl::UnavailableError("CONFIG SET maxmemory failed");
-        }
-        FaultFor(rng, 100, 1000);
-        during();
-        if (server_->Command({"CONFIG", "SET", "maxmemory", "0"}) == nullptr) {
-          return absl::UnavailableError("CONFIG SET maxmemory failed");
-        }
-        return "oom";
-      default:  // every connection but ours cut, a few times
-        for (int i = absl::Uniform(rng, 1, 5); i > 0; --i) {
-          server_->Command({"CLIENT", "KILL", "TYPE", "normal"});
-          FaultFor(rng, 10, 200);
-        }
-        during();
-        return "disconnect";
+      FaultFor(rng, 100, 1000);
+      during();
+      if (server_->Command({"CONFIG", "SET", "maxmemory", "0"}) == nullptr) {
+        return absl::UnavailableError("CONFIG SET maxmemory failed");
+      }
+    } else {  // "disconnect": every connection but ours cut, a few times
+      for (int i = absl::Uniform(rng, 1, 5); i > 0; --i) {
+        server_->Command({"CLIENT", "KILL", "TYPE", "normal"});
+        FaultFor(rng, 10, 200);
+      }
+      during();
     }
+    return absl::OkStatus();
   }
 
  private:
@@ -164,48 +164,44 @@ class KafkaSink final : public Sink {
     for (const KafkaMessage& m : *messages) seqs.push_back(TestSeq(m.value));
     return seqs;
   }
-  absl::StatusOr<std::string> Fault(std::mt19937_64& rng,
-                                    const std::function<void()>& during) override {
+  std::vector<std::string> Faults() const override {
+    return {"broker-down", "all-brokers-down", "produce-errors", "slow-broker", "leader-moved"};
+  }
+  absl::Status Inject(absl::string_view name, std::mt19937_64& rng,
+                      const std::function<void()>& during) override {
     rd_kafka_mock_cluster_t* cluster = cluster_->get();
     const int broker = absl::Uniform(rng, 1, kKafkaBrokers + 1);
-    switch (absl::Uniform(rng, 0, 5)) {
-      case 0:  // one broker down (it keeps leading its partitions: they wait)
-        rd_kafka_mock_broker_set_down(cluster, broker);
-        FaultFor(rng, 200, 1500);
-        during();
-        rd_kafka_mock_broker_set_up(cluster, broker);
-        return "broker down";
-      case 1:
-        for (int b = 1; b <= kKafkaBrokers; ++b) rd_kafka_mock_broker_set_down(cluster, b);
-        FaultFor(rng, 200, 1500);
-        during();
-        for (int b = 1; b <= kKafkaBrokers; ++b) rd_kafka_mock_broker_set_up(cluster, b);
-        return "all brokers down";
-      case 2: {  // produce requests answered with retriable errors
-        static constexpr rd_kafka_resp_err_t kErrors[] = {
-            RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
-            RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE};
-        std::vector<rd_kafka_resp_err_t> errors(absl::Uniform(rng, 1, 7));
-        for (rd_kafka_resp_err_t& e : errors) e = kErrors[absl::Uniform(rng, 0, 4)];
-        rd_kafka_mock_push_request_errors_array(cluster, /*Produce=*/0, errors.size(),
-                                                errors.data());
-        FaultFor(rng, 100, 500);
-        during();
-        return "produce errors";
-      }
-      case 3:  // a broker slow to answer: a freeze shorter than librdkafka's timeouts
-        rd_kafka_mock_broker_set_rtt(cluster, broker, absl::Uniform(rng, 300, 3000));
-        FaultFor(rng, 500, 2000);
-        during();
-        rd_kafka_mock_broker_set_rtt(cluster, broker, 0);
-        return "slow broker";
-      default:  // a partition's leader moves
-        rd_kafka_mock_partition_set_leader(cluster, "events",
-                                           absl::Uniform(rng, 0, kKafkaPartitions), broker);
-        FaultFor(rng, 100, 500);
-        during();
-        return "leader moved";
+    if (name == "broker-down") {  // it keeps leading its partitions: they wait
+      rd_kafka_mock_broker_set_down(cluster, broker);
+      FaultFor(rng, 200, 1500);
+      during();
+      rd_kafka_mock_broker_set_up(cluster, broker);
+    } else if (name == "all-brokers-down") {
+      for (int b = 1; b <= kKafkaBrokers; ++b) rd_kafka_mock_broker_set_down(cluster, b);
+      FaultFor(rng, 200, 1500);
+      during();
+      for (int b = 1; b <= kKafkaBrokers; ++b) rd_kafka_mock_broker_set_up(cluster, b);
+    } else if (name == "produce-errors") {  // answered with retriable errors
+      static constexpr rd_kafka_resp_err_t kErrors[] = {
+          RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+          RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE};
+      std::vector<rd_kafka_resp_err_t> errors(absl::Uniform(rng, 1, 7));
+      for (rd_kafka_resp_err_t& e : errors) e = kErrors[absl::Uniform(rng, 0, 4)];
+      rd_kafka_mock_push_request_errors_array(cluster, /*Produce=*/0, errors.size(), errors.data());
+      FaultFor(rng, 100, 500);
+      during();
+    } else if (name == "slow-broker") {  // a freeze shorter than librdkafka's timeouts
+      rd_kafka_mock_broker_set_rtt(cluster, broker, absl::Uniform(rng, 300, 3000));
+      FaultFor(rng, 500, 2000);
+      during();
+      rd_kafka_mock_broker_set_rtt(cluster, broker, 0);
+    } else {  // "leader-moved": a partition's leader moves
+      rd_kafka_mock_partition_set_leader(cluster, "events", absl::Uniform(rng, 0, kKafkaPartitions),
+                                         broker);
+      FaultFor(rng, 100, 500);
+      during();
     }
+    return absl::OkStatus();
   }
 
  private:
@@ -296,43 +292,40 @@ class ElasticsearchSink final : public Sink {
     }
     return seqs;
   }
-  absl::StatusOr<std::string> Fault(std::mt19937_64& rng,
-                                    const std::function<void()>& during) override {
-    switch (absl::Uniform(rng, 0, 4)) {
-      case 0: {  // the next bulk requests answered 429 or 503, or cut without an answer
-        std::vector<std::string> faults(absl::Uniform(rng, 1, 6));
-        for (std::string& f : faults)
-          f = std::vector<std::string>{"429", "503", "\"close\""}[absl::Uniform(rng, 0, 3)];
-        if (absl::Status s =
-                Set(absl::StrCat(R"({"request_faults": [)", absl::StrJoin(faults, ", "), "]}"));
-            !s.ok()) {
-          return s;
-        }
-        FaultFor(rng, 100, 500);
-        during();
-        return "request errors";
+  std::vector<std::string> Faults() const override {
+    return {"request-errors", "stall", "freeze", "slow"};
+  }
+  absl::Status Inject(absl::string_view name, std::mt19937_64& rng,
+                      const std::function<void()>& during) override {
+    if (name == "request-errors") {  // the next bulk requests: 429, 503, or cut unanswered
+      std::vector<std::string> faults(absl::Uniform(rng, 1, 6));
+      for (std::string& f : faults)
+        f = std::vector<std::string>{"429", "503", "\"close\""}[absl::Uniform(rng, 0, 3)];
+      if (absl::Status s =
+              Set(absl::StrCat(R"({"request_faults": [)", absl::StrJoin(faults, ", "), "]}"));
+          !s.ok()) {
+        return s;
       }
-      case 1:  // requests held unanswered, then their connections closed
-        if (absl::Status s = Set(R"({"stalled": true})"); !s.ok()) return s;
-        FaultFor(rng, 200, 1500);
-        during();
-        if (absl::Status s = Set(R"({"stalled": false})"); !s.ok()) return s;
-        return "stall";
-      case 2:  // frozen, beyond the output's 2 s timeout at times: what it then indexes is resent
-        fake_->Signal(SIGSTOP);
-        FaultFor(rng, 200, 3000);
-        during();
-        fake_->Signal(SIGCONT);
-        return "freeze";
-      default: {  // slow answers, beyond the timeout at times
-        const double delay = absl::Uniform(rng, 0.3, 2.5);
-        if (absl::Status s = Set(absl::StrCat(R"({"delay": )", delay, "}")); !s.ok()) return s;
-        FaultFor(rng, 500, 2000);
-        during();
-        if (absl::Status s = Set(R"({"delay": 0})"); !s.ok()) return s;
-        return "slow";
-      }
+      FaultFor(rng, 100, 500);
+      during();
+    } else if (name == "stall") {  // requests held unanswered, then their connections closed
+      if (absl::Status s = Set(R"({"stalled": true})"); !s.ok()) return s;
+      FaultFor(rng, 200, 1500);
+      during();
+      if (absl::Status s = Set(R"({"stalled": false})"); !s.ok()) return s;
+    } else if (name == "freeze") {  // beyond the 2 s timeout at times: what it indexes is resent
+      fake_->Signal(SIGSTOP);
+      FaultFor(rng, 200, 3000);
+      during();
+      fake_->Signal(SIGCONT);
+    } else {  // "slow": answers, beyond the timeout at times
+      const double delay = absl::Uniform(rng, 0.3, 2.5);
+      if (absl::Status s = Set(absl::StrCat(R"({"delay": )", delay, "}")); !s.ok()) return s;
+      FaultFor(rng, 500, 2000);
+      during();
+      if (absl::Status s = Set(R"({"delay": 0})"); !s.ok()) return s;
     }
+    return absl::OkStatus();
   }
 
  private:
@@ -369,24 +362,24 @@ class ForwardSink final : public Sink {
   absl::StatusOr<std::vector<int64_t>> Read() override {
     return ReadLines({dir_ + "/shipper.ndjson"});
   }
-  absl::StatusOr<std::string> Fault(std::mt19937_64& rng,
-                                    const std::function<void()>& during) override {
-    if (absl::Uniform(rng, 0, 2) == 0) {  // killed: a new uuid when it is back
+  std::vector<std::string> Faults() const override { return {"kill", "freeze"}; }
+  absl::Status Inject(absl::string_view name, std::mt19937_64& rng,
+                      const std::function<void()>& during) override {
+    if (name == "kill") {  // a new uuid when it is back
       aggregator_->Signal(SIGKILL);
       if (absl::StatusOr<int> code = aggregator_->Wait(absl::Seconds(10)); !code.ok()) {
         return code.status();
       }
       FaultFor(rng, 100, 1000);
       during();
-      if (absl::Status started = StartAggregator(); !started.ok()) return started;
-      return "kill";
+      return StartAggregator();
     }
-    // Frozen, its connections open: beyond the sidecar's timeout and pings (2 s) at times.
+    // "freeze", its connections open: beyond the sidecar's timeout and pings (2 s) at times.
     aggregator_->Signal(SIGSTOP);
     FaultFor(rng, 300, 3500);
     during();
     aggregator_->Signal(SIGCONT);
-    return "freeze";
+    return absl::OkStatus();
   }
 
  private:

@@ -37,11 +37,12 @@ class Sink {
   // The test_seq of every event the destination holds, one per copy; -1 for what is no test
   // event. REQUIRES: no fault is on.
   virtual absl::StatusOr<std::vector<int64_t>> Read() = 0;
-  // Injects one fault of the destination's, chosen and timed with `rng`, calls `during` while it
-  // is on, and heals it; its name ("kill", "freeze", ...), or "" when the destination has none
-  // (`during` is then not called).
-  virtual absl::StatusOr<std::string> Fault(std::mt19937_64& rng,
-                                            const std::function<void()>& during) = 0;
+  // The faults the destination can suffer, by name ("kill", "freeze", ...); none for the file.
+  virtual std::vector<std::string> Faults() const = 0;
+  // Injects fault `name` (one of Faults()), timed with `rng`, calls `during` while it is on, and
+  // heals it.
+  virtual absl::Status Inject(absl::string_view name, std::mt19937_64& rng,
+                              const std::function<void()>& during) = 0;
 };
 
 // The output names StartSink takes.
