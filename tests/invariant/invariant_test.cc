@@ -20,6 +20,8 @@
 //
 // Random choices come from --seed (printed; 0 picks one). A seed replays the same faults in the
 // same order, not the same timing: Shipper and the destinations run at their own pace.
+// --faults=KIND,... injects only those (what one fault costs: README, "At-least-once, per
+// output"), --duration makes it a soak, --rate sets the load.
 #include <signal.h>
 
 #include <algorithm>
