@@ -1,0 +1,55 @@
+// OTLP/HTTP: POST /v1/logs on shipper.otlp.http.server, each request handed to OtlpExports
+// (otlp_exports.h) and answered with its outcome, as the OTLP specification's "OTLP/HTTP" says.
+//
+// - Bodies: application/x-protobuf or application/json (OTLP/JSON, otlp_json.h), either with
+//   Content-Encoding gzip (or deflate); the reply is in the request's encoding: 200 with an
+//   ExportLogsServiceResponse (partialSuccess only when records were rejected), else a
+//   google.rpc.Status saying why.
+// - 400 undecodable (the decode error), 404 other paths (/v1/traces and /v1/metrics say that
+//   Shipper takes logs only), 405 other methods, 413 larger than shipper.otlp.max_message_size
+//   once decompressed (a gzip bomb stops there), 415 other content types, 503 with Retry-After
+//   when the queue or the memory budget has no room for all of it now or Shipper is shutting down.
+// - Memory: what a request's body becomes (its bytes, decompressed; for JSON also the parse and
+//   the protobuf it becomes) is charged to the input's memory budget before it is read, in steps
+//   as it arrives, and given back once Export() returned; a budget that cannot take it is a 503.
+// - Connections are kept alive (HTTP/1.1), each served by one of the server's threads for as
+//   long as it stays open and idle no longer than 5 s. A request waits on its thread for
+//   Export's answer (with ack: persisted, until its records are persisted): HTTP/1.1 has one
+//   request in flight per connection, so waiting there costs the thread alone, nothing else.
+//   kThreads bounds the connections served at once; more wait for a free thread.
+//
+// Thread safety: the handlers run on the server's own threads and call OtlpExports from there.
+// Construction and destruction from one thread.
+#ifndef SHIPPER_SHIPPER_INPUT_OTLP_OTLP_HTTP_SERVER_H_
+#define SHIPPER_SHIPPER_INPUT_OTLP_OTLP_HTTP_SERVER_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "shipper/input/otlp/otlp_exports.h"
+#include "shipper/input/otlp/otlp_settings.h"
+
+namespace shipper {
+
+class OtlpHttpServer {
+ public:
+  // Connections served at once: the Collector's otlphttp exporter opens 10 by default
+  // (sending_queue.num_consumers), the SDKs one or a few; 32 leave room for several senders.
+  static constexpr int kThreads = 32;
+
+  // Listens on settings.http_address (port 0: a free one, see port()), with TLS when
+  // settings.ssl has a certificate. UNAVAILABLE naming shipper.otlp.http.server when it cannot.
+  // `exports` must outlive the server.
+  static absl::StatusOr<std::unique_ptr<OtlpHttpServer>> Start(const OtlpSettings& settings,
+                                                               OtlpExports* exports);
+  // Stops listening, closes the connections and joins the threads, waiting for the requests in
+  // flight. REQUIRES: their exports will be answered (the input called exports->Drained()).
+  virtual ~OtlpHttpServer() = default;
+
+  // The port it listens on.
+  virtual int port() const = 0;
+};
+
+}  // namespace shipper
+
+#endif  // SHIPPER_SHIPPER_INPUT_OTLP_OTLP_HTTP_SERVER_H_
