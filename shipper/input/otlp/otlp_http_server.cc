@@ -188,6 +188,9 @@ class OtlpHttpServerImpl final : public OtlpHttpServer {
     });
     // stop() does nothing until the accept loop runs: wait for it, so destruction cannot hang.
     while (!server_->is_running()) absl::SleepFor(absl::Milliseconds(1));
+    Address bound = *address;
+    bound.port = port_;
+    LOG(INFO) << "OTLP/HTTP serving on " << bound.ToString() << " (POST /v1/logs)";
     return absl::OkStatus();
   }
 
