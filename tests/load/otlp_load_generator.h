@@ -27,8 +27,8 @@ struct OtlpLoadOptions {
   std::string target;  // HOST:PORT
   OtlpTransport transport = OtlpTransport::kGrpc;
   EventShape shape = EventShape::kFilebeat;
-  int batch = 500;     // records per export
-  int inflight = 10;   // exports in flight
+  int batch = 500;    // records per export
+  int inflight = 10;  // exports in flight
   // Stop after `events` records answered OK (rounded up to whole exports), or once `duration`
   // has passed (exports in flight then end by their reply or their timeout); at least one set.
   uint64_t events = 0;

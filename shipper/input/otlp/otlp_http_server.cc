@@ -232,11 +232,13 @@ class OtlpHttpServerImpl final : public OtlpHttpServer {
     }
     absl::Notification answered;
     ExportOutcome outcome;
-    exports_->Export(OtlpTransport::kHttp, json ? decoded : body, arrival,
-                     [&](const ExportOutcome& o) {
-                       outcome = o;
-                       answered.Notify();
-                     });
+    exports_->Export(
+        OtlpTransport::kHttp, json ? decoded : body, arrival,
+        [&](const ExportOutcome& o) {
+          outcome = o;
+          answered.Notify();
+        },
+        charge.bytes());
     // Export() no longer needs them: the budget gets them back before the wait for the ack.
     std::string().swap(body);
     std::string().swap(decoded);

@@ -198,8 +198,8 @@ TEST_F(OtlpHttpServerTest, UndecodableBodiesAre400WithTheErrorInTheirEncoding) {
   ASSERT_TRUE(protobuf);
   EXPECT_EQ(protobuf->status, 400);
   EXPECT_EQ(StatusOf(protobuf).code(), 3);
-  httplib::Result json = Post(R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[{"spanId":1}]}]}]})",
-                              kJson);
+  httplib::Result json =
+      Post(R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[{"spanId":1}]}]}]})", kJson);
   ASSERT_TRUE(json);
   EXPECT_EQ(json->status, 400);
   EXPECT_EQ(json->get_header_value("Content-Type"), kJson);

@@ -4,6 +4,7 @@
 
 #include "shipper/input/otlp/otlp_exports.h"
 #include "shipper/input/otlp/otlp_grpc.h"
+#include "shipper/input/otlp/otlp_http_server.h"
 
 namespace shipper {
 namespace {
@@ -20,18 +21,29 @@ class OtlpInput final : public Input {
       if (!grpc.ok()) return grpc.status();
       grpc_ = *std::move(grpc);
     }
+    if (settings_.http_enabled) {
+      absl::StatusOr<std::unique_ptr<OtlpHttpServer>> http =
+          OtlpHttpServer::Start(settings_, &exports_);
+      if (!http.ok()) return http.status();
+      http_ = *std::move(http);
+    }
     return absl::OkStatus();
   }
 
   void Retune(int cpus) override {
     if (grpc_ != nullptr) grpc_->Retune(cpus);
   }
-  int threads() const override { return grpc_ == nullptr ? 0 : grpc_->threads(); }
+  int threads() const override {
+    return (grpc_ == nullptr ? 0 : grpc_->threads()) +
+           (http_ == nullptr ? 0 : OtlpHttpServer::kThreads);
+  }
 
   void StopAccepting() override { exports_.StopAccepting(); }
   void Drained() override { exports_.Drained(); }
+  // Drained() answered every export still waiting, so both transports' calls can finish.
   void Stop() override {
     if (grpc_ != nullptr) grpc_->Stop();
+    http_.reset();
   }
 
  private:
@@ -40,6 +52,7 @@ class OtlpInput final : public Input {
   OtlpExports exports_;
   // After exports_: stopped and destroyed before it.
   std::unique_ptr<OtlpGrpc> grpc_;  // null before Start() or with shipper.otlp.grpc.enabled off
+  std::unique_ptr<OtlpHttpServer> http_;  // null before Start() or with .http.enabled off
 };
 
 }  // namespace
