@@ -74,8 +74,9 @@ class OtlpExportsTest : public ::testing::Test {
   }
 
   OtlpSettings settings_;
-  std::unique_ptr<queue::Queue> queue_;
+  // Before the queue: records still queued when the queue goes give their bytes back to it.
   std::unique_ptr<runtime::MemoryBudget> budget_;
+  std::unique_ptr<queue::Queue> queue_;
   std::unique_ptr<OtlpExports> exports_;
 };
 

@@ -86,8 +86,9 @@ class OtlpHttpServerTest : public ::testing::Test {
     return client_->Post(path.c_str(), body, type);
   }
 
-  std::unique_ptr<queue::Queue> queue_;
+  // Before the queue: records still queued when the queue goes give their bytes back to it.
   std::unique_ptr<runtime::MemoryBudget> budget_;
+  std::unique_ptr<queue::Queue> queue_;
   std::unique_ptr<OtlpExports> exports_;
   std::unique_ptr<OtlpHttpServer> server_;
   std::unique_ptr<httplib::Client> client_;
