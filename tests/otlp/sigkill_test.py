@@ -2,7 +2,8 @@
 """OTLP with the disk queue and ack: persisted, SIGKILLed during a stream of exports: every
 record whose Export returned OK is in the output after the restart.
 
-Two senders export numbered records over HTTP (protobuf), each export a range of its own, resending an export until it is answered OK (as an SDK or the Collector
+Two senders export numbered records, one over gRPC and one over HTTP (protobuf), each export a
+range of its own, resending an export until it is answered OK (as an SDK or the Collector
 retries). Shipper is SIGKILLed at a random moment, restarted on the same queue and output, three
 times; after the last restart the senders stop and every record of every export answered OK must
 reach the output (duplicates are allowed: at-least-once)."""
@@ -81,8 +82,8 @@ class SigkillTest(unittest.TestCase):
         out, queue = os.path.join(tmp, "out"), os.path.join(tmp, "queue")
         args = ("-E", "shipper.queue.disk.enabled=true", "-E", f"shipper.queue.disk.path={queue}",
                 "-E", "shipper.queue.disk.max_size=256MiB")
-        senders = [Sender("http", 0), Sender("http", 1 << 40)]
-        shipper = OtlpShipper(tmp, out, *args, grpc_on=False)
+        senders = [Sender("grpc", 0), Sender("http", 1 << 40)]
+        shipper = OtlpShipper(tmp, out, *args)
         for sender in senders:
             sender.shipper = shipper
             sender.start()
@@ -96,7 +97,7 @@ class SigkillTest(unittest.TestCase):
                 shipper.proc.wait()
                 print(f"kill {kill + 1}: {sum(len(s.ok) for s in senders)} records answered OK",
                       flush=True)
-                shipper = OtlpShipper(tmp, out, *args, grpc_on=False)
+                shipper = OtlpShipper(tmp, out, *args)
                 for sender in senders:
                     sender.shipper = shipper
             for sender in senders:
