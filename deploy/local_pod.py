@@ -165,7 +165,9 @@ def main():
             # Free ports for what the pod exposes on its IP: several may run on one machine.
             argv = [args.shipper, "-c", config_path, "-E", f"shipper.server.server={socket}",
                     "-E", "shipper.server.health.address=127.0.0.1:0",
-                    "-E", "http.host=127.0.0.1", "-E", "http.port=0"]
+                    "-E", "http.host=127.0.0.1", "-E", "http.port=0",
+                    "-E", "shipper.otlp.grpc.server=127.0.0.1:0",
+                    "-E", "shipper.otlp.http.server=127.0.0.1:0"]
             if config.get("shipper.output.shipper.enabled") is True:
                 aggregator = Shipper([args.shipper, "-E", "shipper.server.server=127.0.0.1:0",
                                       "-E", "http.port=0",

@@ -285,6 +285,22 @@ class Manifests(unittest.TestCase):
                              target["spec"]["selector"]["matchLabels"])
             self.assertLess(pdb["spec"].get("maxUnavailable", 0), target["spec"]["replicas"])
 
+    def test_otlp_ports_are_the_ones_the_config_opens(self):
+        """Every pod takes OTLP logs: sidecars on loopback (for the apps of their own pod), the
+        aggregator on the pod's IP, each exposing the ports it listens on."""
+        for w in self.workloads:
+            name = w["metadata"]["name"]
+            config = self.config_of(w)
+            self.assertIs(config.get("shipper.otlp.enabled"), True, name)
+            (shipper,) = self.shipper_containers(w)
+            ports = {p["name"]: p["containerPort"] for p in shipper["ports"]}
+            grpc = config.get("shipper.otlp.grpc.server", "127.0.0.1:4317")
+            http = config.get("shipper.otlp.http.server", "127.0.0.1:4318")
+            self.assertEqual(ports.get("otlp-grpc"), port_of(grpc), name)
+            self.assertEqual(ports.get("otlp-http"), port_of(http), name)
+            host = "0.0.0.0" if name == "shipper-aggregator" else "127.0.0.1"
+            self.assertEqual({grpc.rsplit(":", 1)[0], http.rsplit(":", 1)[0]}, {host}, name)
+
     def test_prometheus_scrapes_the_metrics_port_the_config_opens(self):
         for w in self.workloads:
             name = w["metadata"]["name"]

@@ -5,8 +5,8 @@
 //   es_bench --serve
 //       a bulk sink (not Elasticsearch: it stores nothing) on 127.0.0.1, port from the kernel:
 //       prints "listening on 127.0.0.1:PORT" and serves until killed. GET / answers a cluster
-//       version (the output checks it); POST .../_bulk reads a body (gzip or not), counts its action
-//       lines and answers every item created ({"errors":false,"items":[{"create":{"status":
+//       version (the output checks it); POST .../_bulk reads a body (gzip or not), counts its
+//       action lines and answers every item created ({"errors":false,"items":[{"create":{"status":
 //       201}},...]}, the documented answer under Shipper's filter_path); GET /_fake/stats
 //       answers {"bulk", "items", "bytes"} (bytes as on the wire), as the Python fake does.
 //   es_bench --produce --url=http://HOST:PORT --shape=filebeat --events=N
@@ -30,8 +30,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/match.h"
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "httplib.h"
 #include "rapidjson/stringbuffer.h"
@@ -63,8 +63,9 @@ int Serve() {
   // client's delayed ACK (40 ms a request). Elasticsearch sets it too.
   server.set_tcp_nodelay(true);
   server.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"name":"es-bench","cluster_name":"es-bench","version":{"number":"8.11.0"}})",
-                    "application/json");
+    res.set_content(
+        R"({"name":"es-bench","cluster_name":"es-bench","version":{"number":"8.11.0"}})",
+        "application/json");
   });
   server.Get("/_fake/stats", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(absl::StrCat(R"({"bulk":)", bulks.load(), R"(,"items":)", items.load(),
@@ -181,8 +182,8 @@ int Produce() {
       }
       const bool ok = status == 200 && absl::StrContains(answer, R"("errors":false)");
       if (!ok && failed.fetch_add(n) == 0) {
-        std::cerr << "es_bench: " << url << " answered " << status << ": "
-                  << answer.substr(0, 200) << "\n";
+        std::cerr << "es_bench: " << url << " answered " << status << ": " << answer.substr(0, 200)
+                  << "\n";
       }
       if (ok) delivered.fetch_add(n);
     }

@@ -21,7 +21,8 @@ namespace {
 
 namespace collector = opentelemetry::proto::collector::logs::v1;
 
-constexpr absl::string_view kLogsExport = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
+constexpr absl::string_view kLogsExport =
+    "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
 constexpr absl::string_view kTraceExport =
     "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 constexpr absl::string_view kMetricsExport =
@@ -37,8 +38,8 @@ grpc::ByteBuffer Serialized(const collector::ExportLogsServiceResponse& response
   grpc::ByteBuffer bytes;
   bool own_buffer;
   const grpc::Status serialized =
-      grpc::SerializationTraits<collector::ExportLogsServiceResponse>::Serialize(
-          response, &bytes, &own_buffer);
+      grpc::SerializationTraits<collector::ExportLogsServiceResponse>::Serialize(response, &bytes,
+                                                                                 &own_buffer);
   CHECK(serialized.ok());
   return bytes;
 }
@@ -92,9 +93,10 @@ class OtlpGrpcImpl final : public OtlpGrpc {
       : settings_(settings),
         exports_(exports),
         budget_(context.budget),
-        waiting_calls_(static_cast<int>(std::clamp<size_t>(
-            context.server->limits.max_receive_memory / std::max<size_t>(settings.max_message_size, 1),
-            1, kMaxWaitingCalls))) {}
+        waiting_calls_(
+            static_cast<int>(std::clamp<size_t>(context.server->limits.max_receive_memory /
+                                                    std::max<size_t>(settings.max_message_size, 1),
+                                                1, kMaxWaitingCalls))) {}
 
   absl::Status Open(const InputContext& context) {
     ServerSettings server = *context.server;
@@ -256,7 +258,8 @@ void Call::Export() {
     return exports->Export(OtlpTransport::kGrpc, bytes, arrival, done, charged);
   }
   std::string inflated;
-  const absl::Status status = Gunzip(bytes, max, "shipper.otlp.max_message_size", charge, &inflated);
+  const absl::Status status =
+      Gunzip(bytes, max, "shipper.otlp.max_message_size", charge, &inflated);
   if (!status.ok()) return done(exports->Refused(OtlpTransport::kGrpc, status, arrival));
   exports->Export(OtlpTransport::kGrpc, inflated, arrival, done, charged);
 }

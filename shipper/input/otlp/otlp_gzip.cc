@@ -98,9 +98,9 @@ absl::Status Gunzip(absl::string_view compressed, size_t max_bytes, absl::string
     }
     if (rc == Z_OK) continue;
     if (rc == Z_BUF_ERROR && z.avail_out == 0) continue;  // wants room
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "the request is not a valid gzip stream: ",
-        z.msg != nullptr ? z.msg : (z.avail_in == 0 ? "it ends early" : "damaged")));
+    status = absl::InvalidArgumentError(
+        absl::StrCat("the request is not a valid gzip stream: ",
+                     z.msg != nullptr ? z.msg : (z.avail_in == 0 ? "it ends early" : "damaged")));
     break;
   }
   // Unused room goes; its charge stays with the caller, who gives back what it was charged.
