@@ -146,14 +146,6 @@ class InvariantTest : public ::testing::TestWithParam<Case> {
     ++checks_;
   }
 
-  // Reads the destination, then checks `samples` against it.
-  void ReadAndCheck(Sink& sink, const Publisher& publisher,
-                    const std::vector<PersistedSample>& samples) {
-    std::unordered_map<int64_t, int> copies;
-    ASSERT_NO_FATAL_FAILURE(Read(sink, &copies));
-    Check(copies, publisher, samples);
-  }
-
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
   std::string name_;
@@ -193,10 +185,11 @@ TEST_P(InvariantTest, NothingReportedPersistedIsLost) {
   while (absl::Now() < start + absl::GetFlag(FLAGS_duration)) {
     if (absl::Uniform(rng_, 0, 10) < 3) {
       sample();
-      // With the disk queue the index runs ahead of the destination: it is checked at the end.
-      if (!disk) {
-        ASSERT_NO_FATAL_FAILURE(ReadAndCheck(**sink, publisher, samples));
-      }
+      // With the disk queue the index runs ahead of the destination: it is checked at the end
+      // (read all the same: Kafka's sink reads as it goes).
+      std::unordered_map<int64_t, int> copies;
+      ASSERT_NO_FATAL_FAILURE(Read(**sink, &copies));
+      if (!disk) Check(copies, publisher, samples);
     } else if (const std::string& kind = kinds[absl::Uniform(rng_, 0u, kinds.size())];
                kind != kShipperKill) {
       const absl::Status injected = (*sink)->Inject(kind, rng_, sample);

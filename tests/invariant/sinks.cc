@@ -157,12 +157,13 @@ class KafkaSink final : public Sink {
             "-E", "shipper.output.kafka.topic=events",
             "-E", "shipper.output.kafka.timeout=5s"};
   }
+  // Reads on from where the last read ended: the mock cluster keeps only the last 5 MiB of
+  // each partition (a Read() that comes too late fails, DATA_LOSS, rather than report a loss).
   absl::StatusOr<std::vector<int64_t>> Read() override {
-    auto messages = cluster_->Consume("events", kKafkaPartitions, absl::Seconds(60));
+    auto messages = cluster_->Consume("events", kKafkaPartitions, absl::Seconds(60), &offsets_);
     if (!messages.ok()) return messages.status();
-    std::vector<int64_t> seqs;
-    for (const KafkaMessage& m : *messages) seqs.push_back(TestSeq(m.value));
-    return seqs;
+    for (const KafkaMessage& m : *messages) seqs_.push_back(TestSeq(m.value));
+    return seqs_;
   }
   std::vector<std::string> Faults() const override {
     return {"broker-down", "all-brokers-down", "produce-errors", "slow-broker", "leader-moved"};
@@ -208,6 +209,8 @@ class KafkaSink final : public Sink {
   explicit KafkaSink(std::unique_ptr<MockCluster> cluster) : cluster_(std::move(cluster)) {}
 
   std::unique_ptr<MockCluster> cluster_;
+  std::vector<int64_t> offsets_;  // where the next Read() starts, by partition
+  std::vector<int64_t> seqs_;     // what Read() read so far
 };
 
 // A child process with its stdout and stderr in a file.

@@ -35,7 +35,8 @@ class Sink {
   // per-event faults read).
   virtual elastic::agent::shipper::v1::messages::Event MakeEvent(uint64_t seq) const;
   // The test_seq of every event the destination holds, one per copy; -1 for what is no test
-  // event. REQUIRES: no fault is on.
+  // event. Call it every few seconds: Kafka's mock cluster forgets what is older than its last
+  // 5 MiB a partition, so its sink reads as it goes. REQUIRES: no fault is on.
   virtual absl::StatusOr<std::vector<int64_t>> Read() = 0;
   // The faults the destination can suffer, by name ("kill", "freeze", ...); none for the file.
   virtual std::vector<std::string> Faults() const = 0;

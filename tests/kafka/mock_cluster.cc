@@ -1,5 +1,6 @@
 #include "tests/kafka/mock_cluster.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -63,7 +64,13 @@ absl::Status MockCluster::CreateTopic(const std::string& topic, int partitions) 
 
 absl::StatusOr<std::vector<KafkaMessage>> MockCluster::Consume(const std::string& topic,
                                                                int partitions,
-                                                               absl::Duration timeout) {
+                                                               absl::Duration timeout,
+                                                               std::vector<int64_t>* offsets) {
+  std::vector<int64_t> from(partitions);
+  if (offsets != nullptr) {
+    offsets->resize(partitions);
+    from = *offsets;
+  }
   absl::StatusOr<Handle> consumer =
       NewClient(RD_KAFKA_CONSUMER, {{"bootstrap.servers", bootstraps()},
                                     {"group.id", "shipper-test"},
@@ -85,9 +92,14 @@ absl::StatusOr<std::vector<KafkaMessage>> MockCluster::Consume(const std::string
       return absl::UnavailableError(
           absl::StrCat("watermarks of ", topic, "/", p, ": ", rd_kafka_err2str(err)));
     }
-    if (high[p] > 0) {
-      rd_kafka_topic_partition_list_add(assignment, topic.c_str(), p)->offset =
-          RD_KAFKA_OFFSET_BEGINNING;
+    if (low > from[p]) {
+      rd_kafka_topic_partition_list_destroy(assignment);
+      return absl::DataLossError(
+          absl::StrCat("the mock cluster deleted offsets ", from[p], " to ", low - 1, " of ", topic,
+                       "/", p, " before they were read (it keeps 5 MiB a partition)"));
+    }
+    if (high[p] > from[p]) {
+      rd_kafka_topic_partition_list_add(assignment, topic.c_str(), p)->offset = from[p];
       ++remaining;
     }
   }
@@ -103,7 +115,9 @@ absl::StatusOr<std::vector<KafkaMessage>> MockCluster::Consume(const std::string
     }
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
     if (m == nullptr) continue;
-    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR && m->offset >= high[m->partition]) {
+      // Produced since the watermarks were read: the next read's.
+    } else if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       messages.push_back({m->partition,
                           m->key ? std::string(static_cast<const char*>(m->key), m->key_len) : "",
                           std::string(static_cast<const char*>(m->payload), m->len)});
@@ -128,6 +142,9 @@ absl::StatusOr<std::vector<KafkaMessage>> MockCluster::Consume(const std::string
     rd_kafka_message_destroy(m);
   }
   rd_kafka_consumer_close(rk);
+  if (offsets != nullptr) {
+    for (int p = 0; p < partitions; ++p) (*offsets)[p] = std::max(high[p], from[p]);
+  }
   return messages;
 }
 

@@ -44,9 +44,14 @@ class MockCluster {
   absl::Status CreateTopic(const std::string& topic, int partitions);
 
   // Every message of `topic` (with `partitions`), from the beginning up to each partition's
-  // high watermark as it is now, read by a librdkafka consumer.
+  // high watermark as it is now, read by a librdkafka consumer. With `offsets`, from
+  // (*offsets)[p] on (missing ones: 0), and (*offsets)[p] is then where the next read starts.
+  // The mock keeps only the last 5 MiB (or 100,000 message sets) of each partition, deleting
+  // the oldest as Kafka's retention would: DATA_LOSS when some that were never read are gone
+  // (then read more often, with `offsets`).
   absl::StatusOr<std::vector<KafkaMessage>> Consume(const std::string& topic, int partitions,
-                                                    absl::Duration timeout);
+                                                    absl::Duration timeout,
+                                                    std::vector<int64_t>* offsets = nullptr);
 
  private:
   MockCluster(rd_kafka_t* handle, rd_kafka_mock_cluster_t* cluster, int brokers)
