@@ -1,6 +1,11 @@
 // otlp_null_server: OTLP/gRPC logs with no queue and no output, the limit the OTLP benchmarks
-// divide Shipper's figure by (./dev bench otlp). Export parses each request into protobuf
-// messages (what any OTLP server must decode), counts its records and replies OK at once.
+// divide Shipper's figure by (./dev bench otlp), as null_server is the Producer API's.
+//
+// Export is served as Shipper's OTLP/gRPC transport serves it (the async generic API on one
+// completion queue, --threads threads, the same channel arguments), and each request is decoded
+// as Shipper decodes it (flattened, then LogsConversion::Scan over its wire bytes: every record
+// checked and measured), then answered OK at once. --decode=protobuf parses it into protobuf
+// messages instead (what a server built on the generated classes pays).
 //
 //   otlp_null_server --listen=127.0.0.1:0
 //
@@ -12,40 +17,101 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/time/clock.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
-#include "proto/otlp/logs_service.grpc.pb.h"
+#include "proto/otlp/logs_service.pb.h"
+#include "shipper/input/otlp/otlp_conversion.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "HOST:PORT to serve on; port 0 picks a free one");
+ABSL_FLAG(int, threads, 0, "completion-queue threads (0: one per core)");
+ABSL_FLAG(std::string, decode, "scan",
+          "scan: as Shipper decodes (LogsConversion::Scan on the wire bytes); protobuf: parse "
+          "into protobuf messages");
 
 namespace {
 
-namespace logs = opentelemetry::proto::collector::logs::v1;
+namespace collector = opentelemetry::proto::collector::logs::v1;
 
-class NullLogsService final : public logs::LogsService::CallbackService {
+std::atomic<uint64_t> records{0}, exports{0}, refused{0};
+bool parse_protobuf = false;
+
+// One Export call: arrives, is read, is answered.
+class Call {
  public:
-  grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context,
-                                   const logs::ExportLogsServiceRequest* request,
-                                   logs::ExportLogsServiceResponse*) override {
-    uint64_t n = 0;
-    for (const auto& resource : request->resource_logs()) {
-      for (const auto& scope : resource.scope_logs()) n += scope.log_records_size();
-    }
-    records_.fetch_add(n, std::memory_order_relaxed);
-    exports_.fetch_add(1, std::memory_order_relaxed);
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+  Call(grpc::AsyncGenericService* service, grpc::ServerCompletionQueue* cq)
+      : service_(service), cq_(cq), stream_(&context_) {
+    service_->RequestCall(&context_, &stream_, cq_, cq_, this);
   }
 
-  uint64_t records() const { return records_.load(); }
-  uint64_t exports() const { return exports_.load(); }
+  void Proceed(bool ok) {
+    switch (state_) {
+      case State::kArriving:
+        if (!ok) break;  // shutting down
+        new Call(service_, cq_);
+        state_ = State::kReading;
+        stream_.Read(&request_, this);
+        return;
+      case State::kReading:
+        state_ = State::kFinishing;
+        if (!ok) {
+          stream_.Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no message"), this);
+          return;
+        }
+        if (!Decode()) {
+          refused.fetch_add(1, std::memory_order_relaxed);
+          stream_.Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "undecodable"), this);
+          return;
+        }
+        exports.fetch_add(1, std::memory_order_relaxed);
+        stream_.WriteAndFinish(grpc::ByteBuffer(), grpc::WriteOptions(), grpc::Status::OK, this);
+        return;
+      case State::kFinishing:
+        break;
+    }
+    delete this;
+  }
 
  private:
-  std::atomic<uint64_t> records_{0}, exports_{0};
+  enum class State { kArriving, kReading, kFinishing };
+
+  bool Decode() {
+    grpc::Slice flat;
+    if (!request_.TrySingleSlice(&flat).ok() && !request_.DumpToSingleSlice(&flat).ok()) {
+      return false;
+    }
+    const absl::string_view bytes(reinterpret_cast<const char*>(flat.begin()), flat.size());
+    if (parse_protobuf) {
+      collector::ExportLogsServiceRequest parsed;
+      if (!parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return false;
+      uint64_t n = 0;
+      for (const auto& resource : parsed.resource_logs()) {
+        for (const auto& scope : resource.scope_logs()) n += scope.log_records_size();
+      }
+      records.fetch_add(n, std::memory_order_relaxed);
+      return true;
+    }
+    shipper::LogsConversion conversion;
+    if (!conversion.Scan(bytes, absl::Now(), /*max_record_bytes=*/64 << 20, /*max_records=*/65536)
+             .ok()) {
+      return false;
+    }
+    records.fetch_add(conversion.records(), std::memory_order_relaxed);
+    return true;
+  }
+
+  grpc::AsyncGenericService* const service_;
+  grpc::ServerCompletionQueue* const cq_;
+  grpc::GenericServerContext context_;
+  grpc::GenericServerAsyncReaderWriter stream_;
+  grpc::ByteBuffer request_;
+  State state_ = State::kArriving;
 };
 
 }  // namespace
@@ -53,6 +119,12 @@ class NullLogsService final : public logs::LogsService::CallbackService {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("An OTLP/gRPC logs server that decodes every export and drops it.");
   absl::ParseCommandLine(argc, argv);
+  const std::string decode = absl::GetFlag(FLAGS_decode);
+  if (decode != "scan" && decode != "protobuf") {
+    std::cerr << "otlp_null_server: --decode must be scan or protobuf\n";
+    return 1;
+  }
+  parse_protobuf = decode == "protobuf";
   // Block the stop signals before gRPC starts its threads, so only sigwait below sees them.
   sigset_t stop;
   sigemptyset(&stop);
@@ -60,24 +132,40 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  NullLogsService service;
+  grpc::AsyncGenericService service;
   int port = 0;
   const std::string listen = absl::GetFlag(FLAGS_listen);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(64 << 20);  // shipper.otlp.max_message_size's default
-  builder.RegisterService(&service);
+  // As Shipper's OTLP/gRPC transport sets them (otlp_grpc.cc).
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  builder.RegisterAsyncGenericService(&service);
+  std::unique_ptr<grpc::ServerCompletionQueue> cq = builder.AddCompletionQueue();
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "otlp_null_server: cannot listen on " << listen << "\n";
     return 1;
   }
+  int threads = absl::GetFlag(FLAGS_threads);
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 0; i < threads; ++i) new Call(&service, cq.get());
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back([&cq] {
+      void* tag;
+      bool ok;
+      while (cq->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+    });
+  }
   std::cerr << "OTLP null server listening on " << listen.substr(0, listen.rfind(':')) << ":"
             << port << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);
-  server->Shutdown();
-  std::cerr << "otlp_null_server: " << service.records() << " records in " << service.exports()
-            << " exports" << std::endl;
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  cq->Shutdown();
+  for (std::thread& worker : workers) worker.join();
+  std::cerr << "otlp_null_server: " << records.load() << " records in " << exports.load()
+            << " exports, " << refused.load() << " refused" << std::endl;
   return 0;
 }
