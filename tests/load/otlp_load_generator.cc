@@ -1,5 +1,6 @@
 #include "tests/load/otlp_load_generator.h"
 
+#include <signal.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -153,6 +154,9 @@ absl::StatusOr<OtlpLoadResult> RunOtlpLoad(const OtlpLoadOptions& o) {
     }
   }
 
+  // cpp-httplib's client writes without MSG_NOSIGNAL: a server that closes a connection while a
+  // request is still being sent (a 413, a refusal) would kill the process.
+  signal(SIGPIPE, SIG_IGN);
   OtlpLoadResult result;
   result.request_bytes = static_cast<double>(pool[0].size());
   std::atomic<uint64_t> next{0}, ok{0}, retries{0}, errors{0};

@@ -52,7 +52,7 @@ struct OtlpLoadResult {
   double client_cpu_sec = 0;
 };
 
-// Runs the load; INVALID_ARGUMENT for bad options.
+// Runs the load; INVALID_ARGUMENT for bad options. Ignores SIGPIPE from then on, process-wide.
 absl::StatusOr<OtlpLoadResult> RunOtlpLoad(const OtlpLoadOptions& options);
 
 // One JSON object on one line (no newline), with the options that shaped the run.

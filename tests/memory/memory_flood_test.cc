@@ -18,6 +18,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -27,6 +28,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/load/load_generator.h"
+#include "tests/load/otlp_load_generator.h"
 #include "tests/outputs/producer_client.h"
 #include "tests/outputs/redis_server.h"
 #include "tests/testing/shipper_process.h"
@@ -245,6 +247,95 @@ TEST(MemoryFloodTest, PeakRssStaysWithinTheDocumentedBound) {
     EXPECT_LE(result.peak_rss, result.bound) << load::EventShapeName(flood.shape);
 #endif
   }
+}
+
+// The same bound with OTLP floods on both transports at once, each from 32 exports in flight
+// (gRPC streams on one channel, HTTP connections) of large records, ack: persisted, the output
+// down: exports wait for a persistence that does not come, time out and are sent again, the queue
+// and the budget fill, and what the transports hold is charged before it is copied (HTTP bodies
+// to the budget, gRPC messages to the shared quota). Once Redis is up, every record that was
+// answered OK is there.
+TEST(MemoryFloodTest, OtlpFloodOnBothTransportsStaysWithinTheBound) {
+  const int redis_port = FreePort();
+  absl::StatusOr<ShipperProcess> shipper = ShipperProcess::Start(
+      {"-E", "http.port=0",  // here: ShipperProcess takes shipper.otlp.http.* for an http key
+       "-E", "shipper.otlp.enabled=true",
+       "-E", "shipper.otlp.grpc.server=127.0.0.1:0",
+       "-E", "shipper.otlp.http.server=127.0.0.1:0",
+       "-E", "shipper.otlp.retry_delay=10ms",
+       "-E", "shipper.output.redis.enabled=true",
+       "-E", absl::StrCat("shipper.output.redis.hosts=127.0.0.1:", redis_port),
+       "-E", absl::StrCat("shipper.output.redis.key=", kKey),
+       "-E", "shipper.output.redis.timeout=1s",
+       "-E", "shipper.output.backoff.init=50ms",
+       "-E", "shipper.output.backoff.max=500ms"});
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  const int64_t bound = LoggedBound(shipper->Log());
+  ASSERT_GT(bound, 0) << shipper->Log();
+  std::string addresses[2];
+  const std::regex listening[2] = {std::regex("OTLP/gRPC listening on (\\S+)"),
+                                   std::regex("OTLP/HTTP serving on (\\S+)")};
+  for (int i = 0; i < 2; ++i) {
+    for (absl::Time deadline = absl::Now() + absl::Seconds(10);
+         addresses[i].empty() && absl::Now() < deadline; absl::SleepFor(absl::Milliseconds(10))) {
+      std::smatch match;
+      const std::string log = shipper->Log();
+      if (std::regex_search(log, match, listening[i])) addresses[i] = match[1];
+    }
+    ASSERT_FALSE(addresses[i].empty()) << shipper->Log();
+  }
+
+  absl::StatusOr<load::OtlpLoadResult> results[2];
+  std::thread floods[2];
+  for (int i = 0; i < 2; ++i) {
+    floods[i] = std::thread([&, i] {
+      load::OtlpLoadOptions options;
+      options.target = addresses[i];
+      options.transport = i == 0 ? load::OtlpTransport::kGrpc : load::OtlpTransport::kHttp;
+      options.shape = load::EventShape::kLarge;
+      options.batch = 500;
+      options.inflight = 32;
+      options.duration = absl::Seconds(3);
+      options.call_timeout = absl::Seconds(1);
+      options.retry_after = absl::Milliseconds(10);
+      options.max_errors = ~uint64_t{0};
+      results[i] = load::RunOtlpLoad(options);
+    });
+  }
+  for (std::thread& flood : floods) flood.join();
+  const int64_t peak_rss = PeakRss(shipper->pid());
+  uint64_t answered_ok = 0;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].status();
+    std::cout << (i == 0 ? "OTLP/gRPC" : "OTLP/HTTP") << ": " << results[i]->exports
+              << " exports answered OK, " << results[i]->retries << " retries, "
+              << results[i]->errors << " errors (" << results[i]->first_error << ")" << std::endl;
+    EXPECT_GT(results[i]->retries + results[i]->errors, 0u) << "the flood should have been held";
+    answered_ok += results[i]->events;
+  }
+  std::cout << "peak RSS " << peak_rss / kMiB << " MiB, bound " << bound / kMiB << " MiB"
+            << std::endl;
+  ASSERT_EQ(kill(shipper->pid(), 0), 0) << "shipper died:\n" << shipper->Log();
+#ifdef SHIPPER_ASAN
+  std::cout << "not checking the bound: ASan's shadow memory and quarantine are not Shipper's"
+            << std::endl;
+#else
+  EXPECT_LE(peak_rss, bound);
+#endif
+
+  // The output comes back: what was queued is delivered, every record answered OK among it.
+  absl::StatusOr<std::unique_ptr<RedisServer>> redis =
+      RedisServer::Start(redis_port, TempDir("redis-otlp"), /*append_only=*/false);
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  int64_t delivered = 0;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(60);
+       absl::Now() < deadline && (delivered == 0 || delivered < static_cast<int64_t>(answered_ok));
+       absl::SleepFor(absl::Milliseconds(50))) {
+    auto length = (*redis)->Command({"LLEN", kKey});
+    if (length != nullptr) delivered = length->integer;
+  }
+  EXPECT_GT(delivered, 0);
+  EXPECT_GE(delivered, static_cast<int64_t>(answered_ok));
 }
 
 TEST(MemoryFloodTest, NeverOomKilledIn256MiBCgroup) {
