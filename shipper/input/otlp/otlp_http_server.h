@@ -16,7 +16,9 @@
 //   long as it stays open and idle no longer than 5 s. A request waits on its thread for
 //   Export's answer (with ack: persisted, until its records are persisted): HTTP/1.1 has one
 //   request in flight per connection, so waiting there costs the thread alone, nothing else.
-//   kThreads bounds the connections served at once; more wait for a free thread.
+//   Connections beyond kThreads wait for a thread, behind kept-alive ones that may not free it
+//   for a long time: size kThreads for every connection expected at once. Many senders (an
+//   aggregator's hundreds) are gRPC's to take, which multiplexes calls on a few threads.
 //
 // Thread safety: the handlers run on the server's own threads and call OtlpExports from there.
 // Construction and destruction from one thread.
@@ -33,9 +35,11 @@ namespace shipper {
 
 class OtlpHttpServer {
  public:
-  // Connections served at once: the Collector's otlphttp exporter opens 10 by default
-  // (sending_queue.num_consumers), the SDKs one or a few; 32 leave room for several senders.
-  static constexpr int kThreads = 32;
+  // Connections served at once. The Collector's otlphttp exporter opens 10 by default
+  // (sending_queue.num_consumers), the SDKs one or a few. With 32 threads, 64 connections
+  // exporting at once starved half of them (p99 7.5 s, 40k records/s); with 128, 229k records/s
+  // and p99 1.3 s (BENCHMARKS.md). An idle thread costs about 75 KB of RSS.
+  static constexpr int kThreads = 128;
 
   // Listens on settings.http_address (port 0: a free one, see port()), with TLS when
   // settings.ssl has a certificate. UNAVAILABLE naming shipper.otlp.http.server when it cannot.
