@@ -112,7 +112,8 @@ TEST(CheckConfigTest, StartAndCheckConfigRefuseTheSameWithTheSameWords) {
        {out, "shipper.otlp.enabled=true", "shipper.otlp.grpc.enabled=false",
         "shipper.otlp.http.enabled=false"},
        "shipper.otlp.grpc.enabled"},
-      {"otlp: TLS key without certificate", {out, "shipper.otlp.ssl.key=/etc/hostname"},
+      {"otlp: TLS key without certificate",
+       {out, "shipper.otlp.ssl.key=/etc/hostname"},
        "shipper.otlp.ssl"},
       // A value -E cannot read as YAML says so, instead of "got a null".
       {"unquoted format", {"shipper.output.redis.key=%{[x"}, "is not valid YAML"},

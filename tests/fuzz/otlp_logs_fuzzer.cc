@@ -46,8 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (4 << 20)) return 0;
   const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
   shipper::LogsConversion conversion;
-  if (!conversion.Scan(bytes, absl::FromUnixSeconds(1700000000), /*max_record_bytes=*/1 << 20,
-                       /*max_records=*/65536)
+  if (!conversion
+           .Scan(bytes, absl::FromUnixSeconds(1700000000), /*max_record_bytes=*/1 << 20,
+                 /*max_records=*/65536)
            .ok()) {
     return 0;
   }

@@ -13,6 +13,9 @@ class OtlpInput final : public Input {
  public:
   OtlpInput(const OtlpSettings& settings, const InputContext& context)
       : settings_(settings), context_(context), exports_(context.queue, context.budget, settings) {}
+  // Answers what still waits while the transports can still reply (when the pipeline never got
+  // to Drained(), its start having failed), before they go.
+  ~OtlpInput() override { exports_.Drained(); }
 
   absl::Status Start() override {
     if (settings_.grpc_enabled) {

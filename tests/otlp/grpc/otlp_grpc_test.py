@@ -24,6 +24,8 @@ import grpc
 from grpc_tools import protoc
 
 sys.path.insert(0, "tests/python")
+sys.path.insert(0, "tests/hardening")
+from tls_test import Pki  # noqa: E402  (the certificates the TLS tests make)
 from wire_compat_test import Shipper  # noqa: E402  (the same process wrapper)
 
 EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
@@ -69,13 +71,14 @@ def free_port():
 class OtlpShipper(Shipper):
     """A shipper with the OTLP/gRPC input on a free port (HTTP off)."""
 
-    def __init__(self, tmp, *args):
+    def __init__(self, tmp, *args, credentials=None):
         super().__init__(tmp, "-E", "shipper.otlp.enabled=true",
                          "-E", "shipper.otlp.grpc.server=127.0.0.1:0",
                          "-E", "shipper.otlp.http.enabled=false", *args)
         self.otlp = wait_for(lambda: (re.search(r"OTLP/gRPC listening on (\S+)", self.text())
                                       or [None, None])[1], "the OTLP listener")
-        self.channel = grpc.insecure_channel(self.otlp)
+        self.channel = (grpc.insecure_channel(self.otlp) if credentials is None
+                        else grpc.secure_channel(self.otlp, credentials))
         self.export = self.channel.unary_unary(EXPORT, request_serializer=None,
                                                response_deserializer=None)
 
@@ -181,6 +184,39 @@ class OtlpGrpcTest(unittest.TestCase):
         shipper.export(request(10, first=1000), timeout=30, compression=grpc.Compression.Gzip)
         self.assertEqual(len(written(self.out)), 1010)
         self.assertEqual(shipper.stop(), 0, shipper.text())
+
+    def test_mtls_with_the_otlp_ssl_keys_and_a_unix_socket(self):
+        pki = Pki(self.subdir("pki"))
+        p = pki.path
+        shipper = OtlpShipper(self.subdir("tls"), "-E", f"shipper.output.file.path={self.out}",
+                              "-E", f"shipper.otlp.ssl.certificate={p('server.crt')}",
+                              "-E", f"shipper.otlp.ssl.key={p('server.key')}",
+                              "-E", f"shipper.otlp.ssl.certificate_authorities={p('ca.crt')}",
+                              "-E", "shipper.otlp.ssl.client_authentication=required",
+                              credentials=pki.credentials(client="client"))
+        shipper.export(request(2), timeout=10)
+        for name, credentials in (("no client certificate", pki.credentials()),
+                                  ("another CA's client", pki.credentials(client="other_client"))):
+            with grpc.secure_channel(shipper.otlp, credentials) as channel:
+                with self.assertRaises(grpc.RpcError) as refused:
+                    channel.unary_unary(EXPORT)(request(1), timeout=10)
+                self.assertEqual(refused.exception.code(), grpc.StatusCode.UNAVAILABLE, name)
+        with grpc.insecure_channel(shipper.otlp) as plaintext:
+            with self.assertRaises(grpc.RpcError):
+                plaintext.unary_unary(EXPORT)(request(1), timeout=10)
+        self.assertEqual(shipper.stop(), 0, shipper.text())
+
+        # Short: a socket path must fit in 108 bytes, which TEST_TMPDIR may not.
+        socket_dir = tempfile.mkdtemp(prefix="shipper-otlp-", dir="/tmp")
+        self.addCleanup(os.rmdir, socket_dir)
+        socket_path = os.path.join(socket_dir, "otlp.sock")
+        shipper = OtlpShipper(self.subdir("unix"), "-E", f"shipper.output.file.path={self.out}",
+                              "-E", f"shipper.otlp.grpc.server=unix://{socket_path}")
+        self.assertEqual(shipper.otlp, f"unix://{socket_path}")
+        shipper.export(request(3, first=2), timeout=10)
+        self.assertEqual([d["attributes"]["seq"] for d in written(self.out)], [0, 1, 2, 3, 4])
+        self.assertEqual(shipper.stop(), 0, shipper.text())
+        self.assertFalse(os.path.exists(socket_path), "the socket file is removed at exit")
 
     def test_a_record_too_large_is_rejected_in_partial_success(self):
         shipper = OtlpShipper(self.tmp, "-E", f"shipper.output.file.path={self.out}",
