@@ -59,8 +59,8 @@ TEST(OtlpGzipTest, ABombStopsAtTheLimit) {
   EXPECT_LT(bomb.size(), 100 << 10);
   Charges charges;
   std::string out;
-  const absl::Status s = Gunzip(bomb, 1 << 20, "shipper.otlp.max_message_size",
-                                std::ref(charges), &out);
+  const absl::Status s =
+      Gunzip(bomb, 1 << 20, "shipper.otlp.max_message_size", std::ref(charges), &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(s.message(), HasSubstr("shipper.otlp.max_message_size"));
   EXPECT_LE(charges.charged, (1 << 20) + 0u) << "never more than the limit held";
@@ -71,13 +71,12 @@ TEST(OtlpGzipTest, NoRoomTellsRetryLaterFromTooLarge) {
   Charges small{0, 64 << 10};
   std::string out;
   // Fits the limit, not the budget now: retry later.
-  EXPECT_EQ(Gunzip(Gzip(std::string(512 << 10, 'a')), 1 << 20, "limit", std::ref(small), &out)
-                .code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(
+      Gunzip(Gzip(std::string(512 << 10, 'a')), 1 << 20, "limit", std::ref(small), &out).code(),
+      absl::StatusCode::kUnavailable);
   // Beyond the limit: too large, even though the budget stopped it first.
   Charges again{0, 64 << 10};
-  EXPECT_EQ(Gunzip(Gzip(std::string(2 << 20, 'a')), 1 << 20, "limit", std::ref(again), &out)
-                .code(),
+  EXPECT_EQ(Gunzip(Gzip(std::string(2 << 20, 'a')), 1 << 20, "limit", std::ref(again), &out).code(),
             absl::StatusCode::kResourceExhausted);
 }
 
@@ -85,9 +84,9 @@ TEST(OtlpGzipTest, DamagedOrTruncatedOrNotGzip) {
   const std::string good = Gzip(std::string(10000, 'x') + "tail");
   Charges charges;
   std::string out;
-  EXPECT_EQ(Gunzip(good.substr(0, good.size() / 2), 1 << 20, "limit", std::ref(charges), &out)
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      Gunzip(good.substr(0, good.size() / 2), 1 << 20, "limit", std::ref(charges), &out).code(),
+      absl::StatusCode::kInvalidArgument);
   std::string damaged = good;
   damaged[damaged.size() - 6] ^= 0x55;  // the CRC
   EXPECT_EQ(Gunzip(damaged, 1 << 20, "limit", std::ref(charges), &out).code(),

@@ -334,6 +334,64 @@ class OtlpGrpcTest(unittest.TestCase):
         self.assertLess(shipper.peak_rss(), 400 << 20)
         self.assertEqual(shipper.stop(), 0, shipper.text())
 
+    def test_a_flood_stays_within_the_memory_bound(self):
+        """16 connections with 8 exports of 3 MiB in flight each, half of them gzip, for 3 s
+        into a Shipper whose output is down: peak RSS stays within the budgets plus the fixed
+        overhead the process logs (README "Memory"), the senders are told to retry, and the
+        process serves on."""
+        shipper = OtlpShipper(self.tmp, "-E", "shipper.output.shipper.enabled=true",
+                              "-E", "shipper.output.shipper.server=127.0.0.1:1",
+                              "-E", "shipper.queue.mem.bytes=48MiB",
+                              "-E", "shipper.server.max_receive_memory=48MiB",
+                              "-E", "shipper.server.max_message_size=8MiB",
+                              "-E", "shipper.otlp.max_message_size=8MiB",
+                              "-E", "shipper.shutdown_timeout=1s")
+        m = re.search(r"shipper.queue.mem.bytes=(\d+) shipper.server.max_receive_memory=(\d+) "
+                      r"\(\+(\d+) fixed\)", shipper.text())
+        bound = sum(int(g) for g in m.groups())
+        # 3 MiB of 4,000 records.
+        payload = request(4000, body=lambda i: f"{i:08d} " + "GET /index.html HTTP/1.1 " * 40)
+        codes = {}
+        exhausted = set()  # the details of RESOURCE_EXHAUSTED answers
+        lock = threading.Lock()
+        stop = time.monotonic() + 3
+
+        def sender(n):
+            with grpc.insecure_channel(shipper.otlp, options=[("sender", n)]) as channel:
+                export = channel.unary_unary(EXPORT)
+                compression = grpc.Compression.Gzip if n % 2 else grpc.Compression.NoCompression
+                while time.monotonic() < stop:
+                    calls = [export.future(payload, timeout=2, compression=compression)
+                             for _ in range(8)]
+                    for call in calls:
+                        try:
+                            call.result()
+                            code = grpc.StatusCode.OK
+                        except grpc.RpcError as e:
+                            code = e.code()
+                            if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                                with lock:
+                                    exhausted.add(e.details())
+                        with lock:
+                            codes[code] = codes.get(code, 0) + 1
+
+        senders = [threading.Thread(target=sender, args=(n,)) for n in range(16)]
+        for t in senders:
+            t.start()
+        for t in senders:
+            t.join(timeout=60)
+        peak = shipper.peak_rss()
+        print(f"flood: {len(payload) >> 20} MiB exports, answers {codes}, peak RSS "
+              f"{peak >> 20} MiB, bound {bound >> 20} MiB")
+        self.assertLessEqual(peak, bound)
+        self.assertIn(grpc.StatusCode.UNAVAILABLE, codes, "the senders were told to retry")
+        self.assertNotIn(grpc.StatusCode.OK, codes, "the output is down: nothing persisted")
+        # Shipper never says RESOURCE_EXHAUSTED for want of room. gRPC's own resource quota
+        # (shipper.server.max_receive_memory) resets streams beyond it, which clients see as
+        # RESOURCE_EXHAUSTED (RST_STREAM ENHANCE_YOUR_CALM): README "Backpressure" says so.
+        self.assertEqual({d for d in exhausted if "RST_STREAM" not in d}, set(), exhausted)
+        self.assertEqual(shipper.stop(), 0, shipper.text())
+
     def test_sigterm_answers_waiting_exports_as_they_persist_or_at_the_timeout(self):
         port = free_port()
         shipper = OtlpShipper(self.tmp, "-E", "shipper.output.shipper.enabled=true",
