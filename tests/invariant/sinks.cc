@@ -282,10 +282,11 @@ class ElasticsearchSink final : public Sink {
     return event;
   }
   absl::StatusOr<std::vector<int64_t>> Read() override {
-    httplib::Client http("127.0.0.1", port_);
-    http.set_read_timeout(60);
+    httplib::Client http = Client();
     httplib::Result page = http.Get("/_fake/values?field=test_seq");
-    if (!page || page->status != 200) return absl::UnavailableError("GET /_fake/values failed");
+    if (!page || page->status != 200) {
+      return absl::UnavailableError(absl::StrCat("GET /_fake/values failed: ", Error(page)));
+    }
     rapidjson::Document doc;
     doc.Parse(page->body.c_str());
     if (doc.HasParseError() || !doc.IsArray()) return absl::InternalError(page->body);
@@ -335,11 +336,26 @@ class ElasticsearchSink final : public Sink {
   ElasticsearchSink(std::unique_ptr<Child> fake, int port, uint64_t seed)
       : fake_(std::move(fake)), port_(port), seed_(seed) {}
 
-  absl::Status Set(const std::string& faults) {
+  // A client for the fake's own endpoints. The fake is Python on a loaded machine, holding
+  // hundreds of thousands of documents in a long run: httplib's 300 ms to connect failed after
+  // 2 minutes of faults.
+  httplib::Client Client() const {
     httplib::Client http("127.0.0.1", port_);
+    http.set_connection_timeout(10);
+    http.set_read_timeout(60);
+    return http;
+  }
+
+  static std::string Error(const httplib::Result& result) {
+    return result ? absl::StrCat("HTTP ", result->status) : httplib::to_string(result.error());
+  }
+
+  absl::Status Set(const std::string& faults) {
+    httplib::Client http = Client();
     httplib::Result answer = http.Post("/_fake/faults", faults, "application/json");
     if (!answer || answer->status != 200) {
-      return absl::UnavailableError("POST /_fake/faults " + faults + " failed");
+      return absl::UnavailableError(
+          absl::StrCat("POST /_fake/faults ", faults, " failed: ", Error(answer)));
     }
     return absl::OkStatus();
   }
