@@ -123,6 +123,41 @@ TEST_F(ShipperMetricsTest, OutputMetricsAreLabeledByOutput) {
   EXPECT_GE(batches->histograms[0].snapshot.count, 1u);
 }
 
+TEST_F(ShipperMetricsTest, InputRequestsRecordsAndReplyTimeByInput) {
+  ShipperMetrics& m = ShipperMetrics::Get();
+  m.InputRequest("otlp_grpc", absl::StatusCode::kOk, absl::Milliseconds(2));
+  m.InputRequest("otlp_grpc", absl::StatusCode::kUnavailable, absl::Milliseconds(1));
+  m.InputRequest("producer", absl::StatusCode::kOk, absl::Milliseconds(3));
+  m.InputRecords("otlp_grpc", RecordOutcome::kAccepted, 5);
+  m.InputRecords("otlp_grpc", RecordOutcome::kRetry, 7);
+  m.InputRecords("otlp_grpc", RecordOutcome::kRejected, 1);
+  m.InputRecords("otlp_http", RecordOutcome::kRejected, 0);  // nothing: no sample
+  const std::vector<MetricFamily> families = Collect(sources_);
+  EXPECT_EQ(Value(families, "shipper_input_requests_total", R"({input="otlp_grpc",code="OK"})"), 1);
+  EXPECT_EQ(
+      Value(families, "shipper_input_requests_total", R"({input="otlp_grpc",code="UNAVAILABLE"})"),
+      1);
+  EXPECT_EQ(
+      Value(families, "shipper_input_records_total", R"({input="otlp_grpc",outcome="accepted"})"),
+      5);
+  EXPECT_EQ(
+      Value(families, "shipper_input_records_total", R"({input="otlp_grpc",outcome="retry"})"), 7);
+  EXPECT_EQ(
+      Value(families, "shipper_input_records_total", R"({input="otlp_grpc",outcome="rejected"})"),
+      1);
+  EXPECT_EQ(
+      Value(families, "shipper_input_records_total", R"({input="otlp_http",outcome="rejected"})"),
+      -1);
+  const MetricFamily* replies = Find(families, "shipper_input_reply_duration_seconds");
+  ASSERT_NE(replies, nullptr);
+  ASSERT_GE(replies->histograms.size(), 2u);
+  for (const auto& histogram : replies->histograms) {
+    if (histogram.labels == R"({input="otlp_grpc"})") {
+      EXPECT_EQ(histogram.snapshot.count, 2u);
+    }
+  }
+}
+
 TEST_F(ShipperMetricsTest, ProcessAndCpuMetricsAreRead) {
   runtime::CpuQuotaOptions options;
   options.override_cpus = 2;

@@ -383,7 +383,8 @@ class OtlpGrpcTest(unittest.TestCase):
         peak = shipper.peak_rss()
         print(f"flood: {len(payload) >> 20} MiB exports, answers {codes}, peak RSS "
               f"{peak >> 20} MiB, bound {bound >> 20} MiB")
-        self.assertLessEqual(peak, bound)
+        if not os.environ.get("ASAN_OPTIONS"):  # ASan's shadow memory is no part of the bound
+            self.assertLessEqual(peak, bound)
         self.assertIn(grpc.StatusCode.UNAVAILABLE, codes, "the senders were told to retry")
         self.assertNotIn(grpc.StatusCode.OK, codes, "the output is down: nothing persisted")
         # Shipper never says RESOURCE_EXHAUSTED for want of room. gRPC's own resource quota
