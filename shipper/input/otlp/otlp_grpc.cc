@@ -1,6 +1,7 @@
 #include "shipper/input/otlp/otlp_grpc.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -79,6 +80,8 @@ class Call final {
   void Export();
   void Reply(const ExportOutcome& outcome);
   void Refuse(const grpc::Status& status);
+  // Asks gRPC for the call after this one, unless the transport is stopping.
+  void PostNext();
 
   OtlpGrpcImpl* const grpc_;
   grpc::GenericServerContext context_;
@@ -139,6 +142,8 @@ class OtlpGrpcImpl final : public OtlpGrpc {
   void Stop() override {
     if (stopped_) return;
     stopped_ = true;
+    // No call is posted from now on: gRPC asserts on one requested of a shut-down queue.
+    stopping_.store(true);
     if (listener_ != nullptr) listener_->Stop();
     if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
     if (cq_ != nullptr) cq_->Shutdown();
@@ -179,6 +184,7 @@ class OtlpGrpcImpl final : public OtlpGrpc {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<runtime::WorkerPool> workers_;
   bool stopped_ = false;
+  std::atomic<bool> stopping_{false};  // set by Stop(), read by the serving threads
 };
 
 Call::Call(OtlpGrpcImpl* grpc) : grpc_(grpc), stream_(&context_) {
@@ -203,7 +209,7 @@ void Call::Proceed(bool ok) {
       return;
     case State::kReading:
       // Only now the next call takes our place: the number of calls bounds what gRPC reads.
-      new Call(grpc_);
+      PostNext();
       if (!ok) {
         state_ = State::kFinishing;
         stream_.Finish(
@@ -274,8 +280,12 @@ void Call::Reply(const ExportOutcome& outcome) {
   stream_.WriteAndFinish(Serialized(response), grpc::WriteOptions(), grpc::Status::OK, this);
 }
 
+void Call::PostNext() {
+  if (!grpc_->stopping_.load()) new Call(grpc_);
+}
+
 void Call::Refuse(const grpc::Status& status) {
-  new Call(grpc_);
+  PostNext();
   state_ = State::kFinishing;
   stream_.Finish(status, this);
 }
