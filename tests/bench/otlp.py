@@ -161,10 +161,11 @@ def main():
         ap.add_argument("--" + flag, required=True)
     ap.add_argument("--targets", default=",".join(TARGETS))
     ap.add_argument("--shapes", default="filebeat,tiny,large")
-    ap.add_argument("--events", default="filebeat=300_000,tiny=1_000_000,large=30_000")
+    ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",
+                    help="records per run, per shape (the e2e bench's)")
     ap.add_argument("--batch", default="filebeat=500,tiny=500,large=100")
     ap.add_argument("--inflight", type=int, default=10)
-    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--reps", type=int, default=2, help="runs per target (interleaved; best kept)")
     ap.add_argument("--run_timeout", type=float, default=120)
     o = ap.parse_args()
     o.targets = [t for t in o.targets.split(",") if t]
