@@ -17,8 +17,8 @@ One JSON line per Shipper row:
    "shipper_cpu_sec_per_million": ..., "rss_mb": ..., "producer_discard_events_per_sec": ...,
    "producer_discard_ratio": ...}
 
-http-persisted also gives "of_grpc_persisted": its events/s over grpc-persisted's. Targets
-(issue 26): ratio >= 0.8 queued, >= 0.6 persisted, HTTP >= 0.6 of gRPC. With --reps > 1 each
+http-persisted also gives "of_grpc_persisted": its events/s over grpc-persisted's. The OTLP
+input's targets: ratio >= 0.8 queued, >= 0.6 persisted, HTTP >= 0.6 of gRPC. With --reps > 1 each
 target's best run is kept (runs interleaved).
 
   tests/bench/otlp.py --shipper=bazel-bin/shipper/shipper --otlp_load=... --otlp_null_server=...
