@@ -1,6 +1,5 @@
 #include "shipper/input/otlp/otlp_grpc.h"
 
-#include <algorithm>
 #include <atomic>
 #include <utility>
 
@@ -15,6 +14,7 @@
 #include "runtime/executor_sizing.h"
 #include "runtime/worker_pool.h"
 #include "shipper/input/otlp/otlp_gzip.h"
+#include "shipper/server/async_calls.h"
 #include "shipper/server/listener.h"
 
 namespace shipper {
@@ -28,12 +28,6 @@ constexpr absl::string_view kTraceExport =
     "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 constexpr absl::string_view kMetricsExport =
     "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export";
-
-// Calls posted to gRPC ahead of time: at most this many, and no more than
-// max_receive_memory / max_message_size (as PublishEvents').
-constexpr size_t kMaxWaitingCalls = 32;
-// How long an idle Serve() thread waits before checking whether its pool shrank.
-constexpr absl::Duration kServePoll = absl::Milliseconds(500);
 
 grpc::ByteBuffer Serialized(const collector::ExportLogsServiceResponse& response) {
   grpc::ByteBuffer bytes;
@@ -97,9 +91,7 @@ class OtlpGrpcImpl final : public OtlpGrpc {
         exports_(exports),
         budget_(context.budget),
         waiting_calls_(
-            static_cast<int>(std::clamp<size_t>(context.server->limits.max_receive_memory /
-                                                    std::max<size_t>(settings.max_message_size, 1),
-                                                1, kMaxWaitingCalls))) {}
+            PostedCalls(context.server->limits.max_receive_memory, settings.max_message_size)) {}
 
   absl::Status Open(const InputContext& context) {
     ServerSettings server = *context.server;
@@ -148,31 +140,13 @@ class OtlpGrpcImpl final : public OtlpGrpc {
     if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
     if (cq_ != nullptr) cq_->Shutdown();
     if (workers_ != nullptr) workers_->Stop();
-    if (cq_ != nullptr) {
-      void* tag;
-      bool ok;
-      while (cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
-    }
+    if (cq_ != nullptr) FinishCalls<Call>(cq_.get());
   }
 
  private:
   friend class Call;
 
-  void Serve(const runtime::WorkerPool::Worker& worker) {
-    while (!worker.stopping()) {
-      void* tag;
-      bool ok;
-      switch (cq_->AsyncNext(&tag, &ok, absl::ToChronoTime(absl::Now() + kServePoll))) {
-        case grpc::CompletionQueue::SHUTDOWN:
-          return;
-        case grpc::CompletionQueue::GOT_EVENT:
-          static_cast<Call*>(tag)->Proceed(ok);
-          break;
-        case grpc::CompletionQueue::TIMEOUT:
-          break;
-      }
-    }
-  }
+  void Serve(const runtime::WorkerPool::Worker& worker) { ServeCalls<Call>(cq_.get(), worker); }
 
   const OtlpSettings settings_;
   OtlpExports* const exports_;

@@ -12,6 +12,7 @@
 #include "proto/messages.pb.h"
 #include "shipper/input/producer/received_request.h"
 #include "shipper/metrics/shipper_metrics.h"
+#include "shipper/server/async_calls.h"
 
 namespace shipper {
 
@@ -27,15 +28,8 @@ constexpr absl::Duration kMaxPublishWait = absl::Milliseconds(500);
 constexpr absl::Duration kFirstRetryPause = absl::Milliseconds(2);
 constexpr absl::Duration kMaxRetryPause = absl::Milliseconds(20);
 
-// How long an idle Serve() thread waits before checking whether its pool shrank.
-constexpr absl::Duration kServePoll = absl::Milliseconds(500);
-
 constexpr absl::string_view kPublishEventsMethod =
     "/elastic.agent.shipper.v1.Producer/PublishEvents";
-
-// PublishEvents calls posted to gRPC ahead of time, so arriving calls rarely wait to be matched:
-// at most this many, and no more than max_receive_memory / max_message_size.
-constexpr size_t kMaxWaitingCalls = 32;
 
 grpc::ByteBuffer Serialized(const pb::PublishReply& reply) {
   grpc::ByteBuffer bytes;
@@ -207,8 +201,7 @@ PublishCalls::PublishCalls(queue::Queue* queue, runtime::MemoryBudget* budget, s
       budget_(budget),
       uuid_(std::move(uuid)),
       limits_(limits),
-      waiting_calls_(static_cast<int>(std::clamp<size_t>(
-          max_receive_memory / std::max<size_t>(limits.max_message_size, 1), 1, kMaxWaitingCalls))),
+      waiting_calls_(PostedCalls(max_receive_memory, limits.max_message_size)),
       producer_(queue->NewProducer(std::move(on_ack))) {}
 
 void PublishCalls::StopAccepting() {
@@ -228,19 +221,7 @@ void PublishCalls::Start() {
 }
 
 void PublishCalls::Serve(const runtime::WorkerPool::Worker& worker) {
-  while (!worker.stopping()) {
-    void* tag;
-    bool ok;
-    switch (cq_->AsyncNext(&tag, &ok, absl::ToChronoTime(absl::Now() + kServePoll))) {
-      case grpc::CompletionQueue::SHUTDOWN:
-        return;
-      case grpc::CompletionQueue::GOT_EVENT:
-        static_cast<Call*>(tag)->Proceed(ok);
-        break;
-      case grpc::CompletionQueue::TIMEOUT:
-        break;
-    }
-  }
+  ServeCalls<Call>(cq_.get(), worker);
 }
 
 void PublishCalls::Shutdown() {
@@ -248,10 +229,7 @@ void PublishCalls::Shutdown() {
 }
 
 void PublishCalls::Finish() {
-  if (cq_ == nullptr) return;
-  void* tag;
-  bool ok;
-  while (cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+  if (cq_ != nullptr) FinishCalls<Call>(cq_.get());
 }
 
 PublishCalls::Outcome PublishCalls::Receive(const grpc::ByteBuffer& bytes, bool may_wait,
