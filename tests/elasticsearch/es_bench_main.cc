@@ -17,7 +17,6 @@
 //       starts, as kafka_bench --produce does; building each body and compressing it is timed.
 //       Prints one JSON line: {"events", "events_per_sec", "cpu_sec", "failed"}.
 #include <curl/curl.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -39,6 +38,7 @@
 #include "shipper/output/elasticsearch/elasticsearch_bulk.h"
 #include "shipper/output/elasticsearch/elasticsearch_settings.h"
 #include "tests/load/event_shapes.h"
+#include "tests/load/process_cpu.h"
 
 ABSL_FLAG(bool, serve, false, "serve a _bulk sink until killed");
 ABSL_FLAG(bool, produce, false, "send --events documents to --url");
@@ -95,13 +95,6 @@ int Serve() {
   }
   std::cerr << "listening on 127.0.0.1:" << port << std::endl;
   return server.listen_after_bind() ? 0 : 1;
-}
-
-double CpuSeconds() {
-  rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
-         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 size_t Append(char* data, size_t size, size_t n, void* out) {
@@ -191,7 +184,7 @@ int Produce() {
     curl_easy_cleanup(curl);
   };
 
-  const double cpu0 = CpuSeconds();
+  const double cpu0 = load::ProcessCpuSeconds();
   const absl::Time start = absl::Now();
   std::vector<std::thread> senders;
   for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_inflight)); ++i) senders.emplace_back(send);
@@ -199,8 +192,8 @@ int Produce() {
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::cout << "{\"events\": " << delivered
             << ", \"events_per_sec\": " << static_cast<uint64_t>(delivered / seconds)
-            << ", \"cpu_sec\": " << CpuSeconds() - cpu0 << ", \"failed\": " << failed << "}"
-            << std::endl;
+            << ", \"cpu_sec\": " << load::ProcessCpuSeconds() - cpu0 << ", \"failed\": " << failed
+            << "}" << std::endl;
   curl_global_cleanup();
   return failed == 0 && delivered == events ? 0 : 1;
 }

@@ -11,7 +11,6 @@
 //       Kafka output sets, waits for every delivery report and prints one JSON line:
 //       {"events", "events_per_sec", "cpu_sec", "tx_bytes", "txmsg_bytes", "failed"}.
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <atomic>
 #include <cstdio>
@@ -29,6 +28,7 @@
 #include "shipper/event/event_json.h"
 #include "tests/kafka/mock_cluster.h"
 #include "tests/load/event_shapes.h"
+#include "tests/load/process_cpu.h"
 
 ABSL_FLAG(bool, serve, false, "run a 3-broker mock cluster until SIGTERM");
 ABSL_FLAG(bool, produce, false, "produce --events documents into --bootstrap");
@@ -94,13 +94,6 @@ int OnStatistics(rd_kafka_t*, char* json, size_t size, void* totals) {
   return 0;
 }
 
-double CpuSeconds() {
-  rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
-         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
 int Produce() {
   absl::StatusOr<load::EventShape> shape = load::ParseEventShape(absl::GetFlag(FLAGS_shape));
   if (!shape.ok()) {
@@ -157,7 +150,7 @@ int Produce() {
   if (metadata != nullptr) rd_kafka_metadata_destroy(metadata);
   rd_kafka_topic_destroy(handle);
 
-  const double cpu0 = CpuSeconds();
+  const double cpu0 = load::ProcessCpuSeconds();
   const absl::Time start = absl::Now();
   for (uint64_t i = 0; i < events;) {
     const std::string& doc = documents[i % kDocuments];
@@ -178,7 +171,7 @@ int Produce() {
   }
   rd_kafka_flush(rk, 120000);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  const double cpu = CpuSeconds() - cpu0;
+  const double cpu = load::ProcessCpuSeconds() - cpu0;
   // One more statistics interval, which counts the last requests.
   const uint64_t before = totals.tx_bytes;
   for (int i = 0; i < 30 && totals.tx_bytes == before; ++i) rd_kafka_poll(rk, 20);

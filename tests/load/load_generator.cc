@@ -1,7 +1,5 @@
 #include "tests/load/load_generator.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -23,6 +21,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/producer.grpc.pb.h"
+#include "tests/load/process_cpu.h"
 
 namespace shipper::load {
 namespace {
@@ -32,12 +31,6 @@ namespace msg = ::elastic::agent::shipper::v1::messages;
 
 constexpr char kPublishMethod[] = "/elastic.agent.shipper.v1.Producer/PublishEvents";
 using PublishStub = grpc::TemplatedGenericStub<grpc::ByteBuffer, msg::PublishReply>;
-
-double CpuSeconds() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
 
 gpr_timespec ToGpr(absl::Time t) {
   if (t == absl::InfiniteFuture()) return gpr_inf_future(GPR_CLOCK_REALTIME);
@@ -443,10 +436,10 @@ absl::StatusOr<LoadResult> Generator::Run() {
 
   if (options_.idle) {
     const absl::Time start = absl::Now();
-    const double cpu_start = CpuSeconds();
+    const double cpu_start = ProcessCpuSeconds();
     absl::SleepFor(options_.duration);
     LoadResult r;
-    r.client_cpu_sec = CpuSeconds() - cpu_start;
+    r.client_cpu_sec = ProcessCpuSeconds() - cpu_start;
     r.drained = true;
     r.persist_time = r.accept_time = absl::Now() - start;
     stop_stream_.Notify();
@@ -469,7 +462,7 @@ absl::StatusOr<LoadResult> Generator::Run() {
     workers[(i % options_.channels) % threads]->AddSlot(std::move(slot));
   }
 
-  const double cpu_start = CpuSeconds();
+  const double cpu_start = ProcessCpuSeconds();
   const absl::Time start = absl::Now();
   if (options_.duration > absl::ZeroDuration()) end_ = start + options_.duration;
   std::thread progress;
@@ -489,7 +482,7 @@ absl::StatusOr<LoadResult> Generator::Run() {
     if (absl::Now() >= drain_deadline) break;
     absl::SleepFor(absl::Microseconds(200));
   }
-  const double cpu_end = CpuSeconds();
+  const double cpu_end = ProcessCpuSeconds();
   stop_stream_.Notify();
   {
     absl::MutexLock lock(&stream_mu_);

@@ -1,7 +1,6 @@
 #include "tests/load/otlp_load_generator.h"
 
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +21,7 @@
 #include "grpcpp/grpcpp.h"
 #include "httplib.h"
 #include "tests/load/otlp_shapes.h"
+#include "tests/load/process_cpu.h"
 
 namespace shipper::load {
 namespace {
@@ -95,13 +95,6 @@ class HttpSender final : public Sender {
   const std::vector<std::string>* const pool_;
 };
 
-double CpuSeconds() {
-  rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
-         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
 double Percentile(std::vector<double>* values, double p) {
   if (values->empty()) return 0;
   const size_t i = std::min(values->size() - 1, static_cast<size_t>(p * values->size()));
@@ -163,7 +156,7 @@ absl::StatusOr<OtlpLoadResult> RunOtlpLoad(const OtlpLoadOptions& o) {
   absl::Mutex mu;
   std::vector<double> latencies_ms;
   absl::Time last_reply = absl::InfinitePast();
-  const double cpu0 = CpuSeconds();
+  const double cpu0 = ProcessCpuSeconds();
   const absl::Time start = absl::Now();
   const absl::Time end =
       o.duration > absl::ZeroDuration() ? start + o.duration : absl::InfiniteFuture();
@@ -206,7 +199,7 @@ absl::StatusOr<OtlpLoadResult> RunOtlpLoad(const OtlpLoadOptions& o) {
   result.events_per_sec = seconds > 0 ? result.events / seconds : 0;
   result.p50_ms = Percentile(&latencies_ms, 0.5);
   result.p99_ms = Percentile(&latencies_ms, 0.99);
-  result.client_cpu_sec = CpuSeconds() - cpu0;
+  result.client_cpu_sec = ProcessCpuSeconds() - cpu0;
   return result;
 }
 
