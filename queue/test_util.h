@@ -5,10 +5,13 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "queue/memory_queue.h"
+#include "queue/queue.h"
 
 namespace shipper::queue::testing {
 
@@ -34,6 +37,19 @@ inline std::vector<Event> MakeEvents(uint64_t first_tag, size_t count, EventOwne
 }
 
 inline uint64_t Tag(const Event& event) { return reinterpret_cast<uint64_t>(event.data()); }
+
+// Takes every event `queue` holds now, on a thread of its own as an output worker would, marks
+// each batch done, and returns how many.
+inline size_t DeliverAll(Queue* queue) {
+  size_t n = 0;
+  std::thread([&] {
+    for (Batch b = queue->Get(1000, absl::Now()); !b.empty(); b = queue->Get(1000, absl::Now())) {
+      n += b.size();
+      b.Done();
+    }
+  }).join();
+  return n;
+}
 
 // Every combination the behavioural tests run against: event loop x wait strategy.
 struct Variant {

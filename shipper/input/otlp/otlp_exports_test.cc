@@ -12,6 +12,7 @@
 #include "proto/messages.pb.h"
 #include "proto/otlp/logs_service.pb.h"
 #include "queue/memory_queue.h"
+#include "queue/test_util.h"
 #include "runtime/memory_budget.h"
 
 namespace shipper {
@@ -61,17 +62,7 @@ class OtlpExportsTest : public ::testing::Test {
   }
 
   // Delivers whatever is queued, on another thread, and returns how many.
-  size_t DeliverAll() {
-    size_t n = 0;
-    std::thread([&] {
-      for (queue::Batch b = queue_->Get(1000, absl::Now()); !b.empty();
-           b = queue_->Get(1000, absl::Now())) {
-        n += b.size();
-        b.Done();
-      }
-    }).join();
-    return n;
-  }
+  size_t DeliverAll() { return queue::testing::DeliverAll(queue_.get()); }
 
   OtlpSettings settings_;
   // Before the queue: records still queued when the queue goes give their bytes back to it.

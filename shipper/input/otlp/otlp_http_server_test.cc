@@ -13,6 +13,7 @@
 #include "proto/otlp/logs_service.pb.h"
 #include "proto/rpc/status.pb.h"
 #include "queue/memory_queue.h"
+#include "queue/test_util.h"
 #include "runtime/memory_budget.h"
 
 namespace shipper {
@@ -69,17 +70,7 @@ class OtlpHttpServerTest : public ::testing::Test {
   }
 
   // Delivers whatever is queued, on another thread, and returns how many.
-  size_t DeliverAll() {
-    size_t n = 0;
-    std::thread([&] {
-      for (queue::Batch b = queue_->Get(1000, absl::Now()); !b.empty();
-           b = queue_->Get(1000, absl::Now())) {
-        n += b.size();
-        b.Done();
-      }
-    }).join();
-    return n;
-  }
+  size_t DeliverAll() { return queue::testing::DeliverAll(queue_.get()); }
 
   httplib::Result Post(const std::string& body, const char* type = kProtobuf,
                        const std::string& path = "/v1/logs") {
