@@ -7,16 +7,20 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "shipper/event/wire_event.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace shipper {
 namespace {
 
-using Entry = EventJsonWriter::Entry;
 namespace kind = wire::value;
 
 // Room claimed from the buffer at a time: most documents fit in one window.
@@ -83,81 +87,43 @@ char* WriteDouble(double v, char* out) {
   return std::to_chars(out, out + 5, kk - 1).ptr;
 }
 
-// What rapidjson escapes from UTF-8 to UTF-8: control characters, '"' and '\\'.
-constexpr std::array<bool, 256> kPlain = [] {
-  std::array<bool, 256> plain{};
-  for (int c = 0; c < 256; ++c) plain[c] = c >= 0x20 && c != '"' && c != '\\';
-  return plain;
-}();
+// Strings are scanned and copied a block of 16 bytes at a time.
+constexpr size_t kBlock = 16;
 
-// The high bit of each byte of `x` that needs an escape (below 0x20, '"' or '\\'), and maybe of
-// bytes after it: a borrow can flag the bytes above a flagged one, so only the lowest flag is
-// exact, and a word with no byte to escape has no flag.
-uint64_t EscapeFlags(uint64_t x) {
-  constexpr uint64_t kOnes = 0x0101010101010101u, kHigh = 0x8080808080808080u;
-  const uint64_t quote = x ^ (kOnes * '"'), backslash = x ^ (kOnes * '\\');
-  return (((x - kOnes * 0x20) & ~x) | ((quote - kOnes) & ~quote) |
-          ((backslash - kOnes) & ~backslash)) &
-         kHigh;
+// Copies the kBlock bytes at `src` to `dst` and returns which of them rapidjson escapes from
+// UTF-8 to UTF-8 (control characters, '"' and '\\'): bit i for byte i.
+#if defined(__SSE2__)  // every x86-64 CPU
+uint32_t CopyBlock(const char* src, char* dst) {
+  const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), block);
+  const __m128i quote = _mm_cmpeq_epi8(block, _mm_set1_epi8('"'));
+  const __m128i backslash = _mm_cmpeq_epi8(block, _mm_set1_epi8('\\'));
+  // Below 0x20, unsigned: the byte is its own minimum with 0x1F.
+  const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(block, _mm_set1_epi8(0x1F)), block);
+  return static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)));
 }
-uint64_t EscapeFlags(const char* p) {
-  uint64_t x;
-  std::memcpy(&x, p, 8);
-  return EscapeFlags(x);
-}
-
-// The n < 8 bytes at `p` as a word, the bytes above them 'a' (plain). Reads only those bytes.
-uint64_t ShortWord(const char* p, size_t n) {
-  uint64_t x = 0;
-  if (n >= 4) {  // two overlapping four-byte loads
-    uint32_t low, high;
-    std::memcpy(&low, p, 4);
-    std::memcpy(&high, p + n - 4, 4);
-    x = low | uint64_t{high} << (8 * (n - 4));
-  } else if (n > 0) {  // the first, middle and last byte: all of them
-    const auto byte = [p](size_t i) { return uint64_t{static_cast<uint8_t>(p[i])}; };
-    x = byte(0) | byte(n / 2) << (8 * (n / 2)) | byte(n - 1) << (8 * (n - 1));
+#else  // the same a byte at a time
+uint32_t CopyBlock(const char* src, char* dst) {
+  std::memcpy(dst, src, kBlock);
+  uint32_t escapes = 0;
+  for (size_t i = 0; i < kBlock; ++i) {
+    const auto c = static_cast<uint8_t>(src[i]);
+    escapes |= uint32_t{c < 0x20 || c == '"' || c == '\\'} << i;
   }
-  return x | (0x6161616161616161u << (8 * n));
+  return escapes;
+}
+#endif
+
+// CopyBlock for the n < kBlock bytes at `src`, reading none past them. Out of line: its array
+// would cost every Quoted call a stack guard.
+ABSL_ATTRIBUTE_NOINLINE uint32_t CopyShortBlock(const char* src, size_t n, char* dst) {
+  char block[kBlock] = {};
+  std::memcpy(block, src, n);
+  return CopyBlock(block, dst);
 }
 
-// Copies the bytes of `src` (n of them) to `dst` up to the first that needs an escape, a word at a
-// time, and returns that byte's position (n if none). May write anything up to dst + max(n, 8).
-size_t CopyPlain(const char* src, size_t n, char* dst) {
-  if (n < 8) {
-    const uint64_t x = ShortWord(src, n);
-    std::memcpy(dst, &x, 8);
-    const uint64_t flags = EscapeFlags(x);  // the plain bytes above n start no borrow
-    return flags ? __builtin_ctzll(flags) / 8 : n;
-  }
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    std::memcpy(dst + i, src + i, 8);
-    if (const uint64_t flags = EscapeFlags(src + i)) return i + __builtin_ctzll(flags) / 8;
-  }
-  if (i == n) return n;
-  // The last eight overlap bytes just found plain, among which no flag falls.
-  std::memcpy(dst + n - 8, src + n - 8, 8);
-  const uint64_t flags = EscapeFlags(src + n - 8);
-  return flags ? n - 8 + __builtin_ctzll(flags) / 8 : n;
-}
-
-// The position of the first byte from `i` on that needs an escape, or n. Eight bytes at a time;
-// the last eight overlap bytes just found plain, among which no flag falls.
-size_t PlainUntil(const char* p, size_t i, size_t n) {
-  if (n - i < 8) {
-    while (i < n && kPlain[static_cast<uint8_t>(p[i])]) ++i;
-    return i;
-  }
-  for (; i + 8 <= n; i += 8) {
-    if (const uint64_t flags = EscapeFlags(p + i)) return i + __builtin_ctzll(flags) / 8;
-  }
-  if (i == n) return n;
-  const uint64_t flags = EscapeFlags(p + n - 8);
-  return flags ? n - 8 + __builtin_ctzll(flags) / 8 : n;
-}
-
-// rapidjson's escape of a byte that kPlain refuses, written at `out` (6 bytes at most).
+// rapidjson's escape of a byte CopyBlock flags, written at `out` (6 bytes at most).
 size_t Escape(uint8_t c, char* out) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   out[0] = '\\';
@@ -195,12 +161,41 @@ void Digits(uint64_t n, int width, char* end) {
   for (int i = 0; i < width; ++i, n /= 10) *--end = static_cast<char>('0' + n % 10);
 }
 
+// Writes `seconds` since the epoch as "YYYY-MM-DDTHH:MM:SS" (UTC) at `out`; false, writing
+// nothing, for a year outside 0000-9999.
+bool FormatDateTime(int64_t seconds, char (&out)[19]) {
+  // Days since 1970-01-01 to a civil date: Howard Hinnant's days_from_civil, inverted.
+  int64_t days = seconds / 86400;
+  int64_t rest = seconds % 86400;
+  if (rest < 0) rest += 86400, days -= 1;
+  const int64_t z = days + 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const int64_t doe = z - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153;
+  const int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  const int64_t year = yoe + era * 400 + (month <= 2);
+  if (year < 0 || year > 9999) return false;
+  std::memcpy(out, "0000-00-00T00:00:00", sizeof out);
+  Digits(year, 4, out + 4);
+  Digits(month, 2, out + 7);
+  Digits(day, 2, out + 10);
+  Digits(rest / 3600, 2, out + 13);
+  Digits(rest / 60 % 60, 2, out + 16);
+  Digits(rest % 60, 2, out + 19);
+  return true;
+}
+
+}  // namespace
+
 // One document's encoding. Every value is followed by a ',', which closing its object or array
 // turns into the closing bracket: the encoder never asks whether a member is the first.
-class Encoder {
+class EventJsonWriter::Encoder {
  public:
-  Encoder(rapidjson::StringBuffer* buffer, std::vector<Entry>* shadowed)
-      : buffer_(buffer), shadowed_(shadowed) {}
+  explicit Encoder(EventJsonWriter* writer)
+      : writer_(*writer), buffer_(writer->out_), shadowed_(&writer->shadowed_) {}
   // Gives back the room claimed and not written.
   ~Encoder() { buffer_->Pop(static_cast<size_t>(end_ - p_)); }
   Encoder(const Encoder&) = delete;
@@ -241,7 +236,8 @@ class Encoder {
   // The last ',' written becomes `last`: the end of the document.
   void End(char last) { p_[-1] = last; }
 
-  // `s` quoted and escaped as rapidjson escapes it, then `after`.
+  // `s`, which lies in the event's bytes, quoted and escaped as rapidjson escapes it, then
+  // `after`.
   void Quoted(absl::string_view s, char after);
   void String(absl::string_view s) { Quoted(s, ','); }
   void Key(absl::string_view key) { Quoted(key, ':'); }
@@ -258,28 +254,39 @@ class Encoder {
   // `reserved` lists; those go to shadowed_ for the caller to keep elsewhere.
   void Members(absl::string_view s, absl::Span<const absl::string_view> reserved);
 
+  EventJsonWriter& writer_;
   rapidjson::StringBuffer* const buffer_;
   std::vector<Entry>* const shadowed_;
   char* p_ = nullptr;    // where the next byte goes
   char* end_ = nullptr;  // the end of the room claimed
+  // The end of the event's bytes: every string quoted lies in them, so a block read from a
+  // string may pass its end up to here.
+  const char* readable_end_ = nullptr;
 };
 
-void Encoder::Quoted(absl::string_view s, char after) {
-  const char* data = s.data();
-  const size_t n = s.size();
-  Need(n + 10);  // the quotes, `after`, and CopyPlain's words past the end
+void EventJsonWriter::Encoder::Quoted(absl::string_view s, char after) {
+  const char* src = s.data();
+  size_t n = s.size();
+  Need(n + kBlock + 2);  // the quotes, `after`, and the last block's bytes past the end
   *p_++ = '"';
-  size_t plain = CopyPlain(data, n, p_);
-  p_ += plain;
-  while (plain < n) {               // rare: the rest, escape by escape
-    Need(6 + (n - plain - 1) + 2);  // the escape, the rest, '"' and `after`
-    p_ += Escape(static_cast<uint8_t>(data[plain]), p_);
-    const size_t next = PlainUntil(data, plain + 1, n);
-    if (next > plain + 1) {  // (memcpy may not take an empty string's null data)
-      std::memcpy(p_, data + plain + 1, next - plain - 1);
-      p_ += next - plain - 1;
+  while (n > 0) {
+    // A short string at the event's end is read alone: nothing past the event may be read.
+    uint32_t escapes = n >= kBlock || src + kBlock <= readable_end_ ? CopyBlock(src, p_)
+                                                                    : CopyShortBlock(src, n, p_);
+    if (n < kBlock) escapes &= (1u << n) - 1;
+    if (escapes == 0) {
+      const size_t copied = std::min(n, kBlock);
+      p_ += copied;
+      src += copied;
+      n -= copied;
+      continue;
     }
-    plain = next;
+    const size_t plain = __builtin_ctz(escapes);  // rare: an escape
+    p_ += plain;
+    Need(6 + (n - plain - 1) + kBlock + 2);  // the escape, the rest, its last block, '"', `after`
+    p_ += Escape(static_cast<uint8_t>(src[plain]), p_);
+    src += plain + 1;
+    n -= plain + 1;
   }
   *p_++ = '"';
   *p_++ = after;
@@ -287,43 +294,26 @@ void Encoder::Quoted(absl::string_view s, char after) {
 
 // RFC 3339 in UTC with nanoseconds: 2024-05-06T07:08:09.123456789Z. Formatted by hand: it runs
 // for every event, and snprintf plus a time-zone lookup cost more than the rest of a small event.
-void Encoder::Timestamp(absl::string_view body) {
+void EventJsonWriter::Encoder::Timestamp(absl::string_view body) {
   const wire::TimestampParts ts(body);
-  // Days since 1970-01-01 to a civil date: Howard Hinnant's days_from_civil, inverted.
-  const int64_t seconds = ts.seconds;
-  int64_t days = seconds / 86400;
-  int64_t rest = seconds % 86400;
-  if (rest < 0) rest += 86400, days -= 1;
-  const int64_t z = days + 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  const int64_t day = doy - (153 * mp + 2) / 5 + 1;
-  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
-  const int64_t year = yoe + era * 400 + (month <= 2);
-  if (year < 0 || year > 9999 || ts.nanos < 0 || ts.nanos > 999999999) {
+  const bool cached = ts.seconds == writer_.date_time_seconds_;
+  if (ts.nanos < 0 || ts.nanos > 999999999 ||
+      (!cached && !FormatDateTime(ts.seconds, writer_.date_time_))) {
     // Outside what RFC 3339 can say (protobuf's Timestamp allows years 1 to 9999 only): keep the
     // raw value rather than invent a date.
-    String(absl::StrCat(seconds, "s+", ts.nanos, "ns"));
+    Raw(absl::StrCat("\"", ts.seconds, "s+", ts.nanos, "ns\","));
     return;
   }
+  writer_.date_time_seconds_ = ts.seconds;
   static constexpr char kPattern[] = "\"0000-00-00T00:00:00.000000000Z\",";
   Need(sizeof kPattern - 1);
-  char* const buf = p_ + 1;  // past the quote
   std::memcpy(p_, kPattern, sizeof kPattern - 1);
-  Digits(year, 4, buf + 4);
-  Digits(month, 2, buf + 7);
-  Digits(day, 2, buf + 10);
-  Digits(rest / 3600, 2, buf + 13);
-  Digits(rest / 60 % 60, 2, buf + 16);
-  Digits(rest % 60, 2, buf + 19);
-  Digits(ts.nanos, 9, buf + 29);
+  std::memcpy(p_ + 1, writer_.date_time_, sizeof writer_.date_time_);
+  Digits(ts.nanos, 9, p_ + 30);
   p_ += sizeof kPattern - 1;
 }
 
-void Encoder::Double(double d) {
+void EventJsonWriter::Encoder::Double(double d) {
   if (std::isfinite(d)) {
     Number(WriteDouble, d);
   } else {
@@ -331,7 +321,8 @@ void Encoder::Double(double d) {
   }
 }
 
-void Encoder::Members(absl::string_view s, absl::Span<const absl::string_view> reserved) {
+void EventJsonWriter::Encoder::Members(absl::string_view s,
+                                       absl::Span<const absl::string_view> reserved) {
   wire::ForEachEntry(s, [&](absl::string_view key, absl::string_view value) {
     for (absl::string_view r : reserved) {
       if (key == r) {
@@ -344,7 +335,7 @@ void Encoder::Members(absl::string_view s, absl::Span<const absl::string_view> r
   });
 }
 
-void Encoder::Value(absl::string_view body) {
+void EventJsonWriter::Encoder::Value(absl::string_view body) {
   const wire::ValueParts v(body);
   switch (v.kind) {
     case kind::kFloat64:
@@ -390,8 +381,10 @@ void Encoder::Value(absl::string_view body) {
   }
 }
 
-void Encoder::Document(absl::string_view event, uint64_t index, Metadata metadata) {
+void EventJsonWriter::Encoder::Document(absl::string_view event, uint64_t index,
+                                        Metadata metadata) {
   const wire::EventParts parts(event);
+  readable_end_ = event.data() + event.size();
   shadowed_->clear();
   Char('{');
   absl::string_view top_level[3] = {"@metadata"};
@@ -443,14 +436,12 @@ void Encoder::Document(absl::string_view event, uint64_t index, Metadata metadat
   End('\n');
 }
 
-}  // namespace
-
 void AppendEventJson(absl::string_view event, uint64_t index, rapidjson::StringBuffer* out) {
   EventJsonWriter(out).Append(event, index);
 }
 
 void EventJsonWriter::Append(absl::string_view event, uint64_t index) {
-  Encoder(out_, &shadowed_).Document(event, index, metadata_);
+  Encoder(this).Document(event, index, metadata_);
 }
 
 }  // namespace shipper

@@ -18,6 +18,7 @@
 #define SHIPPER_SHIPPER_EVENT_EVENT_JSON_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,9 @@ enum class Metadata { kInclude, kOmit };
 //
 // One pass over the wire bytes writes the document straight into `out`: room is claimed a
 // window at a time and checked once per value or run of plain bytes, commas are placed by the
-// structure rather than tracked per value, and numbers are formatted by rapidjson's itoa and
-// Grisu dtoa (what its Writer writes, byte for byte).
+// structure rather than tracked per value, strings are scanned and copied 16 bytes at a time
+// (SSE2), a timestamp's date is worked out once per second, and numbers are written as
+// rapidjson's Writer writes them.
 class EventJsonWriter {
  public:
   explicit EventJsonWriter(rapidjson::StringBuffer* out, Metadata metadata = Metadata::kInclude)
@@ -48,16 +50,22 @@ class EventJsonWriter {
   // Appends the JSON document of `event` (canonical wire bytes) and a newline to the buffer.
   void Append(absl::string_view event, uint64_t index);
 
+ private:
+  class Encoder;  // one document's encoding
+
   // A Struct entry: its key and its Value's wire bytes.
   struct Entry {
     absl::string_view key;
     absl::string_view value;
   };
 
- private:
   rapidjson::StringBuffer* const out_;
   const Metadata metadata_;
   std::vector<Entry> shadowed_;  // of the event being written
+  // The last timestamp's whole seconds and them as "YYYY-MM-DDTHH:MM:SS": consecutive events
+  // mostly fall in the same second, and working out a date costs more than copying it.
+  int64_t date_time_seconds_ = std::numeric_limits<int64_t>::min();
+  char date_time_[19];
 };
 
 }  // namespace shipper
