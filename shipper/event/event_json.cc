@@ -123,38 +123,30 @@ ABSL_ATTRIBUTE_NOINLINE uint32_t CopyShortBlock(const char* src, size_t n, char*
   return CopyBlock(block, dst);
 }
 
-// rapidjson's escape of a byte CopyBlock flags, written at `out` (6 bytes at most).
-size_t Escape(uint8_t c, char* out) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  out[0] = '\\';
-  switch (c) {
-    case '"':
-      out[1] = '"';
-      return 2;
-    case '\\':
-      out[1] = '\\';
-      return 2;
-    case '\b':
-      out[1] = 'b';
-      return 2;
-    case '\f':
-      out[1] = 'f';
-      return 2;
-    case '\n':
-      out[1] = 'n';
-      return 2;
-    case '\r':
-      out[1] = 'r';
-      return 2;
-    case '\t':
-      out[1] = 't';
-      return 2;
+// rapidjson's escape of each byte CopyBlock flags, padded to a word, and its length: a table,
+// since escapes are common (an access log's quotes, a stack trace's newlines and tabs) and a
+// switch over them mispredicts.
+struct EscapeText {
+  char text[7];
+  uint8_t size;
+};
+constexpr std::array<EscapeText, 256> kEscapes = [] {
+  std::array<EscapeText, 256> escapes{};
+  constexpr char kHex[] = "0123456789ABCDEF";
+  for (int c = 0; c < 0x20; ++c) {
+    escapes[c] = {{'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]}, 6};
   }
-  std::memcpy(out + 1, "u00", 3);
-  out[4] = kHex[c >> 4];
-  out[5] = kHex[c & 15];
-  return 6;
-}
+  for (const auto& [c, letter] : {std::pair<char, char>{'"', '"'},
+                                  {'\\', '\\'},
+                                  {'\b', 'b'},
+                                  {'\f', 'f'},
+                                  {'\n', 'n'},
+                                  {'\r', 'r'},
+                                  {'\t', 't'}}) {
+    escapes[static_cast<uint8_t>(c)] = {{'\\', letter}, 2};
+  }
+  return escapes;
+}();
 
 // Writes `n` as exactly `width` decimal digits ending just before `end`.
 void Digits(uint64_t n, int width, char* end) {
@@ -237,8 +229,24 @@ class EventJsonWriter::Encoder {
   void End(char last) { p_[-1] = last; }
 
   // `s`, which lies in the event's bytes, quoted and escaped as rapidjson escapes it, then
-  // `after`.
-  void Quoted(absl::string_view s, char after);
+  // `after`. Inline for what most keys and many values are: not empty, shorter than a block,
+  // with more of the event after them, and nothing to escape.
+  void Quoted(absl::string_view s, char after) {
+    const size_t n = s.size();
+    if (n - 1 < kBlock - 1 && readable_end_ - s.data() >= static_cast<ptrdiff_t>(kBlock) &&
+        static_cast<size_t>(end_ - p_) >= kBlock + 3) {  // 0 < n < kBlock
+      if ((CopyBlock(s.data(), p_ + 1) & ((1u << n) - 1)) == 0) {
+        p_[0] = '"';
+        p_[n + 1] = '"';
+        p_[n + 2] = after;
+        p_ += n + 3;
+        return;
+      }
+    }
+    QuotedBlocks(s, after);
+  }
+  // Quoted for any string.
+  void QuotedBlocks(absl::string_view s, char after);
   void String(absl::string_view s) { Quoted(s, ','); }
   void Key(absl::string_view key) { Quoted(key, ':'); }
   void Timestamp(absl::string_view body);
@@ -264,7 +272,7 @@ class EventJsonWriter::Encoder {
   const char* readable_end_ = nullptr;
 };
 
-void EventJsonWriter::Encoder::Quoted(absl::string_view s, char after) {
+void EventJsonWriter::Encoder::QuotedBlocks(absl::string_view s, char after) {
   const char* src = s.data();
   size_t n = s.size();
   Need(n + kBlock + 2);  // the quotes, `after`, and the last block's bytes past the end
@@ -281,10 +289,13 @@ void EventJsonWriter::Encoder::Quoted(absl::string_view s, char after) {
       n -= copied;
       continue;
     }
-    const size_t plain = __builtin_ctz(escapes);  // rare: an escape
+    const size_t plain = __builtin_ctz(escapes);
     p_ += plain;
-    Need(6 + (n - plain - 1) + kBlock + 2);  // the escape, the rest, its last block, '"', `after`
-    p_ += Escape(static_cast<uint8_t>(src[plain]), p_);
+    // The escape, the rest, its last block's bytes past the end, '"' and `after`.
+    Need(sizeof(EscapeText) + (n - plain - 1) + kBlock + 2);
+    const EscapeText& escape = kEscapes[static_cast<uint8_t>(src[plain])];
+    std::memcpy(p_, &escape, sizeof escape);  // a word, of which `size` bytes count
+    p_ += escape.size;
     src += plain + 1;
     n -= plain + 1;
   }
