@@ -30,15 +30,7 @@ EventParts::EventParts(absl::string_view event) {
   }
 }
 
-ValueParts::ValueParts(absl::string_view value) {
-  // Most values are one string shorter than 128 bytes: its tag, its length, its bytes.
-  const auto* p = reinterpret_cast<const uint8_t*>(value.data());
-  if (value.size() >= 2 && p[0] == (value::kString << 3 | kLength) && p[1] < 0x80 &&
-      p[1] + 2u == value.size()) {
-    kind = value::kString;
-    bytes = value.substr(2);
-    return;
-  }
+void ValueParts::ReadFields(absl::string_view value) {
   Reader reader(value);
   Field field;
   while (reader.Next(&field)) {

@@ -78,6 +78,8 @@ class Reader {
   }
   // False once a malformed field was met.
   bool ok() const { return ok_; }
+  // Whether every field was read.
+  bool done() const { return p_ == end_; }
 
  private:
   bool Fail() {
@@ -160,7 +162,22 @@ struct ValueParts {
   uint64_t scalar = 0;      // varint or fixed bits, for scalar kinds
   absl::string_view bytes;  // string, Struct, ListValue or Timestamp body
 
-  explicit ValueParts(absl::string_view value);
+  // Inline for what nearly every value is: one field, of a kind. Anything else (unknown fields
+  // too) is read field by field.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE explicit ValueParts(absl::string_view value) {
+    Reader reader(value);
+    Field field;
+    if (reader.Next(&field) && reader.done() && IsValueKind(field)) {
+      kind = field.number();
+      scalar = field.scalar;
+      bytes = field.bytes;
+    } else if (!value.empty()) {
+      ReadFields(value);
+    }
+  }
+
+ private:
+  void ReadFields(absl::string_view value);
 };
 
 // A Timestamp's fields, as protobuf's int64 seconds and int32 nanos.
