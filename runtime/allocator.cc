@@ -9,9 +9,13 @@
 namespace shipper::runtime {
 namespace {
 
-// Blocks this large and larger get a mapping of their own: request copies of a few hundred
-// events and up, freed whole once their events are acknowledged.
-constexpr int kMmapThreshold = 128 << 10;
+// Blocks this large and larger get a mapping of their own: request copies of thousands of events,
+// freed whole once their events are acknowledged. Smaller ones come from the heaps, above all the
+// buffers an output allocates and frees for every batch (librdkafka's record batches of up to
+// batch.size, 1 MB at the defaults, and their compressed copies; Elasticsearch's bulk bodies),
+// which a mapping each would cost page faults on every batch: at 128 KiB they cost the Kafka
+// output 30 % of its throughput and Elasticsearch half (BENCHMARKS.md "Memory").
+constexpr int kMmapThreshold = 2 << 20;
 // Free memory at the top of a heap beyond this goes back to the kernel.
 constexpr int kTrimThreshold = 4 << 20;
 // Heaps for small blocks. Fewer than threads means some contention, which profiles of the

@@ -4,9 +4,10 @@
 // Measured under floods with the output down (BENCHMARKS.md "Memory"): with glibc's defaults a
 // request copy freed once acknowledged stays in the heap of whichever thread's arena it was
 // allocated from (up to 8 arenas per core), and the mmap threshold grows with every large block
-// freed until copies of up to 32 MiB come from those heaps too. Fixing the threshold sends every
-// large copy to its own mapping, returned to the kernel when freed; capping the arenas bounds
-// what small allocations (gRPC's buffers, per-call objects) can strand.
+// freed until copies of up to 32 MiB come from those heaps too. Fixing the threshold (2 MiB) sends
+// every large copy to its own mapping, returned to the kernel when freed, while the outputs'
+// per-batch buffers below it are reused from the heaps; capping the arenas bounds what small
+// allocations (gRPC's buffers, per-call objects) can strand.
 //
 // Thread safety: call ConfigureAllocator once, first thing in main, before any thread starts.
 #ifndef SHIPPER_RUNTIME_ALLOCATOR_H_
