@@ -6,7 +6,10 @@ For each event shape, shipper_load sends the same number of events to
                                   shipper/input/producer/request_validation.h) and replies at
                                   once, persisted at once: the limit,
   (b) Shipper, discard output  -- the whole pipeline, output counts and drops (discard-disk:
-                                  the same through the disk queue),
+                                  the same through the disk queue; discard-4mib: with
+                                  shipper.server.max_message_size 4MiB, 32 requests read at once
+                                  rather than the defaults' 2, and discard's line adds
+                                  ratio_to_4mib: what the memory bound costs at the defaults),
   (c) Shipper, file output     -- the whole pipeline, output writes files (file-nosync: with
                                   fsync: never, so the kernel decides when data reaches the disk:
                                   what file would do without waiting for the device),
@@ -194,8 +197,10 @@ class Bench:
         for kv in self.o.common_overrides:
             argv += ["-E", kv]
         outdir = None
-        if output in ("discard", "discard-disk"):
+        if output in ("discard", "discard-disk", "discard-4mib"):
             argv += ["-E", "shipper.output.discard.enabled=true"]
+        if output == "discard-4mib":  # max_receive_memory / max_message_size calls read at once
+            argv += ["-E", "shipper.server.max_message_size=4MiB"]
         if output == "discard-disk":  # the same, through the disk queue
             argv += ["-E", "shipper.queue.disk.enabled=true",
                      "-E", "shipper.queue.disk.path=" +
@@ -461,6 +466,10 @@ class Bench:
                     record["sink_cpu_sec_per_million"] = round(r["fake_cpu_sec"] / n * 1e6, 3)
                 if "wire_bytes" in r:
                     record["bulk_bytes_on_the_wire"] = r["wire_bytes"]
+                if target == "discard" and best.get("discard-4mib"):
+                    small_eps = best["discard-4mib"]["persisted_per_sec"]
+                    record["discard_4mib_events_per_sec"] = round(small_eps)
+                    record["ratio_to_4mib"] = round(eps / small_eps, 3)
                 if target in ES_LEVELS and best.get("file"):
                     file_eps = best["file"]["persisted_per_sec"]
                     record["file_events_per_sec"] = round(file_eps)
@@ -631,14 +640,15 @@ def main():
     ap.add_argument("--config", default=os.environ.get("SHIPPER_CONFIG", ""),
                     help="YAML config passed with -c (default: none, only -E overrides)")
     ap.add_argument("--targets",
-                    default="null,transport,protobuf,discard,discard-disk,file,file-nosync,"
-                            "elasticsearch-direct,elasticsearch,elasticsearch-gzip0",
+                    default="null,transport,protobuf,discard,discard-4mib,discard-disk,file,"
+                            "file-nosync,elasticsearch-direct,elasticsearch,elasticsearch-gzip0",
                     help="null: null_server (Shipper's scan, the baseline); transport: "
                          "null_server --decode=envelope (no event decoding); protobuf: "
                          "null_server --decode=full (protobuf messages); discard, file, "
                          "elasticsearch (gzip level 1), elasticsearch-gzip0: Shipper outputs; "
                          "elasticsearch-direct: their baseline (es_bench --produce); "
-                         "discard-disk: discard through the disk queue; file-nosync: file "
+                         "discard-disk: discard through the disk queue; discard-4mib: discard "
+                         "with shipper.server.max_message_size=4MiB; file-nosync: file "
                          "with fsync: never")
     ap.add_argument("--shapes", default="filebeat,tiny,large")
     ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",

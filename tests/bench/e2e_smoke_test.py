@@ -26,9 +26,9 @@ def main():
     lines = [json.loads(l) for l in p.stdout.decode().splitlines() if l.strip()]
     by_name = {l["name"]: l for l in lines}
     expected = ["e2e/%s/%s" % (t, s) for s in ("filebeat", "tiny", "large")
-                for t in ("null", "transport", "protobuf", "discard", "discard-disk", "file",
-                          "file-nosync", "elasticsearch-direct", "elasticsearch",
-                          "elasticsearch-gzip0")]
+                for t in ("null", "transport", "protobuf", "discard", "discard-4mib",
+                          "discard-disk", "file", "file-nosync", "elasticsearch-direct",
+                          "elasticsearch", "elasticsearch-gzip0")]
     expected += ["e2e/latency_at_half_load/null", "e2e/latency_at_half_load",
                  "e2e/latency_at_half_load/direct", "e2e/latency_at_half_load/file",
                  "idle_cpu"]
@@ -51,6 +51,8 @@ def main():
                     failures.append("%s: %s is %r" % (name, key, line.get(key)))
             if name.startswith("e2e/discard-disk/") and not line.get("disk_events_per_sync"):
                 failures.append("%s: no disk_events_per_sync" % name)
+            if name.startswith("e2e/discard/") and not line.get("ratio_to_4mib"):
+                failures.append("%s: no ratio_to_4mib" % name)
             if name.split("/")[1] in ("elasticsearch", "elasticsearch-gzip0") and not (
                     line.get("ratio_to_file") and line.get("bulk_bytes_on_the_wire")):
                 failures.append("%s: no ratio_to_file or bulk_bytes_on_the_wire" % name)
