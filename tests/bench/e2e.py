@@ -239,7 +239,7 @@ class Bench:
                 fake.stop()
             raise
         server.outdir = outdir
-        server.fake_es = fake
+        server.fake = fake  # the bulk sink or the mock cluster, if any
         return server
 
     def start_bulk_sink(self, name):
@@ -352,7 +352,7 @@ class Bench:
         else:
             server = self.start_shipper(name, output=target)
         try:
-            fake = getattr(server, "fake_es", None)
+            fake = getattr(server, "fake", None)
             cpu0, fake_cpu0 = server.cpu_sec(), fake.cpu_sec() if fake else 0
             r = self.load(server.address, shape, batch, events=events)
             r["server_cpu_sec"] = server.cpu_sec() - cpu0
@@ -371,10 +371,11 @@ class Bench:
             raise
         finally:
             server.stop()
-            fake = getattr(server, "fake_es", None)
-            if fake and target in ES_LEVELS:
-                with urllib.request.urlopen("http://%s/_fake/stats" % fake.address) as page:
-                    server.wire_bytes = json.load(page)["bytes"]
+            fake = getattr(server, "fake", None)
+            if fake:  # the bulk sink or the mock cluster: no process outlives its run
+                if target in ES_LEVELS:
+                    with urllib.request.urlopen("http://%s/_fake/stats" % fake.address) as page:
+                        server.wire_bytes = json.load(page)["bytes"]
                 fake.stop()
             if getattr(server, "outdir", None):
                 r_bytes = sum(os.path.getsize(os.path.join(d, f))
