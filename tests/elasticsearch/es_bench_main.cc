@@ -144,7 +144,7 @@ int Produce() {
     curl_slist* headers = curl_slist_append(nullptr, "Expect:");
     headers = curl_slist_append(headers, "Content-Type: application/x-ndjson");
     if (level > 0) headers = curl_slist_append(headers, "Content-Encoding: gzip");
-    std::string body, gzipped, answer;
+    std::string body, answer;
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Append);
@@ -152,23 +152,29 @@ int Produce() {
     curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
     for (uint64_t first; (first = next.fetch_add(per_request)) < events;) {
       const uint64_t n = std::min(per_request, events - first);
+      // As the output builds a body (BulkBody): compressed as it is assembled.
       body.clear();
-      for (uint64_t i = first; i < first + n; ++i) {
-        const Item& item = items[i % kDocuments];
-        body += item.action;
-        body += item.document;
-      }
-      const std::string* sent = &body;
       if (level > 0) {
-        if (!Gzip(body, level, &gzipped).ok()) {
+        GzipBody gzip(level);
+        for (uint64_t i = first; i < first + n; ++i) {
+          gzip.Add(items[i % kDocuments].action);
+          gzip.Add(items[i % kDocuments].document);
+        }
+        absl::StatusOr<std::string> gzipped = gzip.Finish();
+        if (!gzipped.ok()) {
           failed.fetch_add(n);
           continue;
         }
-        sent = &gzipped;
+        body = *std::move(gzipped);
+      } else {
+        for (uint64_t i = first; i < first + n; ++i) {
+          body += items[i % kDocuments].action;
+          body += items[i % kDocuments].document;
+        }
       }
       answer.clear();
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, sent->data());
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(sent->size()));
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
       long status = 0;
       if (curl_easy_perform(curl) == CURLE_OK) {
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);

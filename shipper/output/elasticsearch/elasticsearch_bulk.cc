@@ -12,22 +12,52 @@
 
 namespace shipper {
 
-absl::Status Gzip(absl::string_view in, int level, std::string* out) {
-  z_stream z{};
-  // 15 + 16: the largest window, with a gzip header and trailer (what Content-Encoding: gzip is).
-  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    return absl::InternalError("elasticsearch: zlib could not start");
+GzipBody::GzipBody(int level) {
+  // 15 + 16: the largest window, with a gzip header and trailer.
+  ok_ = deflateInit2(&z_, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+  pending_.reserve(kPending);
+}
+
+GzipBody::~GzipBody() { deflateEnd(&z_); }
+
+void GzipBody::Add(absl::string_view piece) {
+  // Small pieces (an action line, a tiny event's document) are gathered first: a call to
+  // deflate costs about what compressing a hundred bytes does.
+  if (pending_.size() + piece.size() > kPending) {
+    Deflate(pending_, Z_NO_FLUSH);
+    pending_.clear();
   }
-  out->resize(deflateBound(&z, in.size()));
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out->data());
-  z.avail_out = static_cast<uInt>(out->size());
-  const int rc = deflate(&z, Z_FINISH);
-  out->resize(z.total_out);
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) return absl::InternalError("elasticsearch: gzip failed");
-  return absl::OkStatus();
+  if (piece.size() > kPending) {
+    Deflate(piece, Z_NO_FLUSH);
+  } else {
+    pending_.append(piece.data(), piece.size());
+  }
+}
+
+absl::StatusOr<std::string> GzipBody::Finish() {
+  Deflate(pending_, Z_FINISH);
+  if (!ok_) return absl::InternalError("elasticsearch: gzip failed");
+  out_.resize(used_);
+  return std::move(out_);
+}
+
+void GzipBody::Deflate(absl::string_view in, int flush) {
+  // Room is claimed 64 KiB at a time as the output grows, and zeroed once: sized for the worst
+  // case (the input's size) up front, a megabyte body's output would cost more in zeroing and
+  // page faults than its compression.
+  constexpr size_t kChunk = 64 << 10;
+  if (!ok_) return;
+  z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z_.avail_in = static_cast<uInt>(in.size());
+  int rc;
+  do {
+    if (out_.size() - used_ < kChunk / 2) out_.resize(used_ + kChunk);
+    z_.next_out = reinterpret_cast<Bytef*>(out_.data() + used_);
+    z_.avail_out = static_cast<uInt>(out_.size() - used_);
+    rc = deflate(&z_, flush);
+    used_ = out_.size() - z_.avail_out;
+  } while (flush == Z_FINISH ? rc == Z_OK : z_.avail_in > 0 && rc == Z_OK);
+  ok_ = flush == Z_FINISH ? rc == Z_STREAM_END : rc == Z_OK || rc == Z_BUF_ERROR;
 }
 
 BulkActions::BulkActions(FieldFormat index, std::optional<FieldFormat> pipeline)
@@ -73,13 +103,23 @@ absl::StatusOr<BulkItem> BulkActions::Item(absl::string_view event, size_t i) co
 
 absl::StatusOr<std::string> BulkBody(const BatchJson& json, absl::Span<const BulkItem> items,
                                      int gzip_level) {
+  if (gzip_level > 0) {
+    GzipBody body(gzip_level);
+    for (const BulkItem& item : items) {
+      body.Add(item.action);
+      body.Add(json.line(item.event));
+    }
+    return body.Finish();
+  }
+  size_t size = 0;
+  for (const BulkItem& item : items) size += item.action.size() + json.line(item.event).size();
   std::string body;
-  for (const BulkItem& item : items) absl::StrAppend(&body, item.action, json.line(item.event));
-  if (gzip_level == 0) return body;
-  std::string gzipped;
-  absl::Status status = Gzip(body, gzip_level, &gzipped);
-  if (!status.ok()) return status;
-  return gzipped;
+  body.reserve(size);  // no copies as it grows: a body is megabytes
+  for (const BulkItem& item : items) {
+    const absl::string_view line = json.line(item.event);
+    body.append(item.action).append(line.data(), line.size());
+  }
+  return body;
 }
 
 absl::Status ReadItems(absl::string_view host, absl::string_view body,

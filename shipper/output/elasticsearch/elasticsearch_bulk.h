@@ -17,9 +17,12 @@
 // for now: nothing the answer does not vouch for counts as written. (Beats acknowledges every
 // event of an answer that is not JSON, has an item without a status, or holds too few items.)
 //
-// Thread safety: BulkActions is immutable (use it from any thread); the functions are pure.
+// Thread safety: BulkActions is immutable (use it from any thread); the functions are pure; one
+// thread uses a GzipBody.
 #ifndef SHIPPER_SHIPPER_OUTPUT_ELASTICSEARCH_ELASTICSEARCH_BULK_H_
 #define SHIPPER_SHIPPER_OUTPUT_ELASTICSEARCH_ELASTICSEARCH_BULK_H_
+
+#include <zlib.h>
 
 #include <cstddef>
 #include <optional>
@@ -65,13 +68,33 @@ class BulkActions {
 };
 
 // The NDJSON body of a request of `items`, their documents from `json`; gzipped at
-// `gzip_level` unless it is 0.
+// `gzip_level` unless it is 0, as it is assembled: the body is never held uncompressed.
 absl::StatusOr<std::string> BulkBody(const BatchJson& json, absl::Span<const BulkItem> items,
                                      int gzip_level);
 
-// `in` compressed at `level` (1-9) with a gzip header and trailer, as Content-Encoding: gzip
-// carries it, into `out`.
-absl::Status Gzip(absl::string_view in, int level, std::string* out);
+// Pieces compressed as they are added, at `level` (1-9), into one gzip member (a header, the
+// deflate stream, a trailer): what Content-Encoding: gzip carries. One thread uses one.
+class GzipBody {
+ public:
+  explicit GzipBody(int level);
+  ~GzipBody();
+  GzipBody(const GzipBody&) = delete;
+  GzipBody& operator=(const GzipBody&) = delete;
+
+  void Add(absl::string_view piece);
+  // The compressed pieces; INTERNAL if zlib failed. Call once, after the last Add().
+  absl::StatusOr<std::string> Finish();
+
+ private:
+  void Deflate(absl::string_view in, int flush);
+
+  static constexpr size_t kPending = 64 << 10;
+  z_stream z_{};
+  bool ok_;
+  std::string pending_;  // pieces added and not yet compressed, at most kPending bytes
+  std::string out_;      // out_.size() is room claimed; the first used_ bytes are written
+  size_t used_ = 0;
+};
 
 // How many items of an answer went which way, for the metrics.
 struct BulkCounts {
