@@ -116,7 +116,7 @@ uint32_t CopyBlock(const char* src, char* dst) {
 #endif
 
 // CopyBlock for the n < kBlock bytes at `src`, reading none past them. Out of line: its array
-// would cost every Quoted call a stack guard.
+// would cost every call of its caller a stack guard.
 ABSL_ATTRIBUTE_NOINLINE uint32_t CopyShortBlock(const char* src, size_t n, char* dst) {
   char block[kBlock] = {};
   std::memcpy(block, src, n);
@@ -279,8 +279,9 @@ void EventJsonWriter::Encoder::QuotedBlocks(absl::string_view s, char after) {
   *p_++ = '"';
   while (n > 0) {
     // A short string at the event's end is read alone: nothing past the event may be read.
-    uint32_t escapes = n >= kBlock || src + kBlock <= readable_end_ ? CopyBlock(src, p_)
-                                                                    : CopyShortBlock(src, n, p_);
+    uint32_t escapes = n >= kBlock || readable_end_ - src >= static_cast<ptrdiff_t>(kBlock)
+                           ? CopyBlock(src, p_)
+                           : CopyShortBlock(src, n, p_);
     if (n < kBlock) escapes &= (1u << n) - 1;
     if (escapes == 0) {
       const size_t copied = std::min(n, kBlock);
