@@ -21,8 +21,8 @@ GzipBody::GzipBody(int level) {
 GzipBody::~GzipBody() { deflateEnd(&z_); }
 
 void GzipBody::Add(absl::string_view piece) {
-  // Small pieces (an action line, a tiny event's document) are gathered first: a call to
-  // deflate costs about what compressing a hundred bytes does.
+  // Small pieces (an action line, a tiny event's document) are gathered first, so that they do
+  // not each pay a call to deflate.
   if (pending_.size() + piece.size() > kPending) {
     Deflate(pending_, Z_NO_FLUSH);
     pending_.clear();

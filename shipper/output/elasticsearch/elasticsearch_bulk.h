@@ -72,8 +72,8 @@ class BulkActions {
 absl::StatusOr<std::string> BulkBody(const BatchJson& json, absl::Span<const BulkItem> items,
                                      int gzip_level);
 
-// Pieces compressed as they are added, at `level` (1-9), into one gzip member (a header, the
-// deflate stream, a trailer): what Content-Encoding: gzip carries. One thread uses one.
+// Pieces compressed as they are added, at `level` (0-9; 0 stores), into one gzip member (a header,
+// the deflate stream, a trailer): what Content-Encoding: gzip carries. One thread uses one.
 class GzipBody {
  public:
   explicit GzipBody(int level);
