@@ -247,5 +247,37 @@ TEST_F(DiskFaultsTest, ASegmentThatCannotBeDeletedIsDeletedByTheNextStart) {
   EXPECT_TRUE(TakeAll(queue.get()).empty());
 }
 
+// A delivered segment is cut short a few MiB at a time before it is unlinked, always at a frame
+// boundary: a crash in between (here: the unlink fails, and the state file that says what was
+// delivered is never written) leaves whole frames, delivered again at the next start, no damage.
+TEST_F(DiskFaultsTest, ADeliveredSegmentIsCutAtFramesBeforeItIsDeleted) {
+  options_.segment_size = 12 << 20;
+  constexpr uint64_t kEvents = 60000;  // 13.4 MB: one whole segment and the start of the next
+  {
+    auto queue = Open();
+    auto producer = queue->NewProducer(nullptr);
+    ASSERT_TRUE(Publish(producer.get(), 0, kEvents).status.ok());
+    queue->WaitPersisted(kEvents - 1, In(absl::Seconds(30)));
+    ASSERT_EQ(Segments().size(), 2);
+    io_.Fail(DiskCall::kRemove, DiskFault::kEio);
+    io_.Fail(DiskCall::kWrite, DiskFault::kEio, "state");
+    EXPECT_EQ(TakeAll(queue.get()).size(), kEvents);
+    WaitFor([&] { return io_.failures(DiskCall::kRemove) >= 1; });
+  }
+  EXPECT_GE(io_.calls(DiskCall::kTruncate), 2);
+  ASSERT_EQ(Segments().size(), 2);
+  const uint64_t cut = fs::file_size(Segments()[0]);
+  EXPECT_GE(cut, 4u << 20);
+  EXPECT_LT(cut, 8u << 20);
+  EXPECT_EQ(cut % kFrame, 0);
+  const uint64_t second = kEvents - fs::file_size(Segments()[1]) / kFrame;  // its first event
+  io_.Heal();
+  auto queue = Open();
+  std::vector<std::string> again = Payloads(0, cut / kFrame);
+  for (std::string& event : Payloads(second, kEvents - second)) again.push_back(std::move(event));
+  EXPECT_EQ(TakeAll(queue.get()), again);
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 0);
+}
+
 }  // namespace
 }  // namespace shipper::queue

@@ -75,6 +75,8 @@ using internal::Segment;
 // How often the delivered sequence number is recorded while events are done: what a crash may
 // deliver again, against one more fdatasync per interval.
 constexpr absl::Duration kStateInterval = absl::Milliseconds(200);
+// A delivered segment is cut about this much at a time before it is unlinked.
+constexpr uint64_t kDeleteStep = 4 << 20;
 // Backoff of the writer after an I/O error.
 constexpr absl::Duration kRetryMin = absl::Milliseconds(10);
 constexpr absl::Duration kRetryMax = absl::Seconds(1);
@@ -298,9 +300,15 @@ class DiskQueueImpl final : public DiskQueue {
   absl::Status SyncRounds(std::vector<Round>* rounds, bool rewrite);
   void FinishRound(Round* round);
   void DropRounds(std::vector<Round>* rounds);
+
+  // Recorder thread: deletes delivered segments and writes the state file, apart from the syncer
+  // so that neither holds up the other (unlinking a segment of 100 MB takes tens of ms).
+  void RecordLoop();
   void RecordDelivered(bool stopping);
-  // Whether the syncer has something to do about done events: a segment to delete, or a state to
-  // record at `*when`.
+  // Deletes a delivered segment: cut at its cuts_, last first, then unlinked.
+  void DeleteSegment(uint64_t id);
+  // Whether the recorder has something to do about done events: a segment to delete, or a state
+  // to record at `*when`.
   bool DeliveredWork(absl::Time now, absl::Time* when) const;
 
   // Each thread's I/O error, shown in DiskStats until that thread's next success.
@@ -378,18 +386,32 @@ class DiskQueueImpl final : public DiskQueue {
   std::deque<std::shared_ptr<Chunk>> written_ ABSL_GUARDED_BY(written_mu_);
   uint64_t written_bytes_ ABSL_GUARDED_BY(written_mu_) = 0;
 
-  // The segment files; the syncer appends and deletes, the reader looks up.
+  // The segment files; the syncer appends, the recorder deletes, the reader looks up.
   mutable internal::Mutex segments_mu_;
   std::deque<Segment> segments_ ABSL_GUARDED_BY(segments_mu_);
-  // The last index of the oldest segment if the syncer may delete it once done, else ~0.
+  // The last index of the oldest segment if the recorder may delete it once done, else ~0.
+  // Written under segments_mu_.
   std::atomic<uint64_t> deletable_until_{~uint64_t{0}};
+  uint64_t synced_segment_ ABSL_GUARDED_BY(segments_mu_) = 0;  // of the last chunk synced, or 0
+  // Where DeleteSegment cuts the synced segments: chunk ends, about kDeleteStep apart, so frame
+  // boundaries. A crash while a delivered segment is cut leaves whole frames, delivered again.
+  struct Cut {
+    uint64_t segment_id;
+    uint64_t offset;
+  };
+  std::deque<Cut> cuts_ ABSL_GUARDED_BY(segments_mu_);
 
   // The rounds written and handed to the syncer, oldest first.
   mutable internal::Mutex sync_mu_;
   std::deque<Round> to_sync_ ABSL_GUARDED_BY(sync_mu_);
   bool sync_stop_ ABSL_GUARDED_BY(sync_mu_) = false;   // the writer is done: sync what is left
   std::atomic<uint64_t> handed_{0};                    // rounds handed over, written under sync_mu_
-  internal::WaitChannel syncer_{&sync_mu_, &handed_};  // the syncer: rounds, done events, stop
+  internal::WaitChannel syncer_{&sync_mu_, &handed_};  // the syncer: rounds, stop
+
+  // Wakes the recorder: events done, a segment whole, stop (after the syncer's).
+  mutable internal::Mutex record_mu_;
+  bool record_stop_ ABSL_GUARDED_BY(record_mu_) = false;
+  internal::WaitChannel recorder_{&record_mu_, &done_};
 
   // Writer thread only.
   uint64_t active_segment_ = 0;  // the segment it appends to; 0 before the first
@@ -398,10 +420,11 @@ class DiskQueueImpl final : public DiskQueue {
   absl::Duration write_backoff_ = kRetryMin;
 
   // Sync thread only.
-  uint64_t synced_segment_ = 0;  // of the last chunk synced; 0 before the first
-  uint64_t state_done_ = 0;      // the done index the state file holds
-  absl::Time state_time_ = absl::InfinitePast();
   absl::Duration sync_backoff_ = kRetryMin;
+
+  // Recorder thread only.
+  uint64_t state_done_ = 0;  // the done index the state file holds
+  absl::Time state_time_ = absl::InfinitePast();
 
   // Statistics, read anywhere.
   std::atomic<uint64_t> syncs_{0};
@@ -412,6 +435,7 @@ class DiskQueueImpl final : public DiskQueue {
   absl::Status sync_error_ ABSL_GUARDED_BY(error_mu_);
 
   // Last: they start once everything above is built.
+  std::thread record_thread_;
   std::thread sync_thread_;
   std::thread writer_thread_;
 };
@@ -442,6 +466,7 @@ DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, std::unique_ptr<DiskFil
     cursor_offset_ = segments_.front().read_from;
     deletable_until_.store(segments_.front().last_index);
   }
+  record_thread_ = std::thread([this] { RecordLoop(); });
   sync_thread_ = std::thread([this] { SyncLoop(); });
   writer_thread_ = std::thread([this] { WriterLoop(); });
 }
@@ -456,6 +481,13 @@ DiskQueueImpl::~DiskQueueImpl() {
   }
   writer_thread_.join();  // it tells the syncer to finish
   sync_thread_.join();
+  {
+    internal::Wakeups wake;
+    internal::MutexLock lock(&record_mu_);
+    record_stop_ = true;
+    recorder_.NotifyOne(&wake);
+  }
+  record_thread_.join();
   for (auto& [first, batch] : batches_) batch->Finish();
 }
 
@@ -804,9 +836,9 @@ void DiskQueueImpl::MarkDone(uint64_t first_index, uint64_t last_index, internal
   if (done == before) return;  // done out of order
   done_.store(done, std::memory_order_release);
   drained_.NotifyAll(wake);
-  // The syncer deletes segments and records the state.
-  internal::MutexLock sync_side(&sync_mu_);
-  syncer_.NotifyOne(wake);
+  // The recorder deletes segments and records the state.
+  internal::MutexLock record_side(&record_mu_);
+  recorder_.NotifyOne(wake);
 }
 
 uint64_t DiskQueueImpl::WaitPersisted(uint64_t index, absl::Time deadline) {
@@ -1022,17 +1054,11 @@ void DiskQueueImpl::SyncLoop() {
       internal::Waiter waiter(&syncer_, writer_wait_);
       for (;;) {
         stop = sync_stop_;
-        const absl::Time now = absl::Now();
-        absl::Time when = absl::InfiniteFuture();
-        const bool delivered = DeliveredWork(now, &when);
-        if (!rounds.empty()) when = std::min(when, retry_at);
-        if (stop || delivered || (rounds.empty() ? !to_sync_.empty() : now >= retry_at)) break;
+        if (stop || (rounds.empty() ? !to_sync_.empty() : absl::Now() >= retry_at)) break;
         const uint64_t handed = handed_.load(std::memory_order_relaxed);
-        const uint64_t done = done_.load(std::memory_order_relaxed);
-        waiter.Wait(&sync_mu_, when, [&] {
+        waiter.Wait(&sync_mu_, rounds.empty() ? absl::InfiniteFuture() : retry_at, [&] {
           sync_mu_.AssertHeld();  // syncer_'s mutex: Wait calls this under it
-          return handed_.load(std::memory_order_relaxed) != handed ||
-                 done_.load(std::memory_order_relaxed) != done || sync_stop_;
+          return handed_.load(std::memory_order_relaxed) != handed || sync_stop_;
         });
       }
       // After a failed sync the rounds written since are taken too: their pages may have been
@@ -1062,7 +1088,6 @@ void DiskQueueImpl::SyncLoop() {
         if (stop) DropRounds(&rounds);
       }
     }
-    RecordDelivered(stop);
     if (stop && rounds.empty()) {
       internal::MutexLock lock(&sync_mu_);
       if (to_sync_.empty()) return;
@@ -1117,18 +1142,31 @@ absl::Status DiskQueueImpl::SyncRounds(std::vector<Round>* rounds, bool rewrite)
 }
 
 void DiskQueueImpl::FinishRound(Round* round) {
+  bool deletable_changed;
   {
     internal::MutexLock lock(&segments_mu_);
     for (const Chunk& chunk : round->chunks) {
       if (segments_.empty() || segments_.back().id != chunk.segment_id) {
         segments_.push_back({chunk.segment_id, 0, 0, 0, 0});
       }
+      const uint64_t end = chunk.offset + chunk.frames.size();
+      const bool same = !cuts_.empty() && cuts_.back().segment_id == chunk.segment_id;
+      if (end - (same ? cuts_.back().offset : 0) >= kDeleteStep) {
+        cuts_.push_back({chunk.segment_id, end});
+      }
       segments_.back().last_index = chunk.last_index;
-      segments_.back().bytes = chunk.offset + chunk.frames.size();
+      segments_.back().bytes = end;
       synced_segment_ = chunk.segment_id;
     }
     const Segment& front = segments_.front();
-    deletable_until_.store(front.id == synced_segment_ ? ~uint64_t{0} : front.last_index);
+    const uint64_t deletable = front.id == synced_segment_ ? ~uint64_t{0} : front.last_index;
+    deletable_changed = deletable != deletable_until_.load();
+    deletable_until_.store(deletable);
+  }
+  if (deletable_changed) {
+    internal::Wakeups wake;
+    internal::MutexLock lock(&record_mu_);
+    recorder_.NotifyOne(&wake);
   }
   round->files.clear();
   KeepWritten(round);
@@ -1232,6 +1270,32 @@ void DiskQueueImpl::ClearError(Stage stage) {
   error = absl::OkStatus();
 }
 
+// The recorder.
+
+void DiskQueueImpl::RecordLoop() {
+  for (;;) {
+    bool stop;
+    {
+      internal::MutexLock lock(&record_mu_);
+      internal::Waiter waiter(&recorder_, writer_wait_);
+      for (;;) {
+        stop = record_stop_;
+        absl::Time when = absl::InfiniteFuture();
+        if (stop || DeliveredWork(absl::Now(), &when)) break;
+        const uint64_t done = done_.load(std::memory_order_relaxed);
+        const uint64_t deletable = deletable_until_.load(std::memory_order_relaxed);
+        waiter.Wait(&record_mu_, when, [&] {
+          record_mu_.AssertHeld();  // recorder_'s mutex: Wait calls this under it
+          return done_.load(std::memory_order_relaxed) != done ||
+                 deletable_until_.load(std::memory_order_relaxed) != deletable || record_stop_;
+        });
+      }
+    }
+    RecordDelivered(stop);
+    if (stop) return;
+  }
+}
+
 bool DiskQueueImpl::DeliveredWork(absl::Time now, absl::Time* when) const {
   const uint64_t done = done_.load(std::memory_order_acquire);
   if (done >= deletable_until_.load(std::memory_order_relaxed)) return true;
@@ -1258,10 +1322,7 @@ void DiskQueueImpl::RecordDelivered(bool stopping) {
       segments_.pop_front();
       if (segments_.empty()) deletable_until_.store(~uint64_t{0});
     }
-    if (absl::Status status = io_->Remove(FilePath(SegmentName(gone.id)));
-        !status.ok() && !absl::IsNotFound(status)) {
-      ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
-    }
+    DeleteSegment(gone.id);
     internal::Wakeups wake;
     internal::MutexLock lock(&publish_mu_);
     disk_bytes_.fetch_sub(std::min(gone.bytes, disk_bytes_.load()), std::memory_order_relaxed);
@@ -1277,6 +1338,30 @@ void DiskQueueImpl::RecordDelivered(bool stopping) {
     return;
   }
   state_done_ = done;
+}
+
+void DiskQueueImpl::DeleteSegment(uint64_t id) {
+  std::vector<uint64_t> cuts;
+  {
+    internal::MutexLock lock(&segments_mu_);
+    for (; !cuts_.empty() && cuts_.front().segment_id <= id; cuts_.pop_front()) {
+      if (cuts_.front().segment_id == id) cuts.push_back(cuts_.front().offset);
+    }
+  }
+  const std::string path = FilePath(SegmentName(id));
+  // Cut it short a step at a time first: on a file system mounted with `discard`, freeing a whole
+  // segment at once holds the device, and the syncer's fdatasync with it, for tens of ms.
+  if (!cuts.empty()) {
+    if (absl::StatusOr<std::unique_ptr<DiskFile>> file = io_->Open(path, OpenMode::kReadWrite);
+        file.ok()) {
+      for (auto cut = cuts.rbegin(); cut != cuts.rend(); ++cut) {
+        if (!(*file)->Truncate(*cut).ok()) break;  // Remove frees the rest
+      }
+    }
+  }
+  if (absl::Status status = io_->Remove(path); !status.ok() && !absl::IsNotFound(status)) {
+    ABSL_RAW_LOG(ERROR, "disk queue: %s", status.ToString().c_str());
+  }
 }
 
 // Recovery's I/O; disk_recovery.h decides what it does.
