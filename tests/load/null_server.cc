@@ -332,7 +332,9 @@ class RawService final
  private:
   static bool Scan(const grpc::ByteBuffer* buffer, std::string* uuid, uint32_t* events) {
     ReceivedRequest received;
-    if (!received.Take(*buffer, RequestLimits{}).ok()) return false;
+    if (!received.Take(*buffer, RequestLimits{}).ok() || !received.Scan(RequestLimits{}).ok()) {
+      return false;
+    }
     *uuid = std::string(received.scanned().uuid);
     *events = static_cast<uint32_t>(received.scanned().events.size());
     return true;

@@ -31,6 +31,11 @@ constexpr absl::Duration kMaxRetryPause = absl::Milliseconds(20);
 constexpr absl::string_view kPublishEventsMethod =
     "/elastic.agent.shipper.v1.Producer/PublishEvents";
 
+// absl's and gRPC's codes are the same numbers.
+grpc::Status GrpcStatus(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
 grpc::ByteBuffer Serialized(const pb::PublishReply& reply) {
   grpc::ByteBuffer bytes;
   bool own_buffer;
@@ -140,9 +145,11 @@ class PublishCalls::Call final {
       if (outcome == Outcome::kWait) return Park();
       bytes_.Clear();  // from here on only the request's own copy holds the events
       // Only now the next call takes our place: the number of calls bounds what gRPC holds.
+      // Before the scan, so that the next request is read while this one is scanned.
       new Call(calls_);
       received_ = true;
       if (outcome == Outcome::kDecided) return Reply(status);
+      if (!calls_->Scan(*request_, &status)) return Reply(status);
     }
     if (calls_->Publish(may_wait, *request_, &status) == Outcome::kWait) return Park();
     Reply(status);
@@ -261,12 +268,16 @@ PublishCalls::Outcome PublishCalls::Receive(const grpc::ByteBuffer& bytes, bool 
   }
   const absl::Status taken = request.received().Take(bytes, limits_);
   if (!taken.ok()) {
-    // absl's and gRPC's codes are the same numbers.
-    *status =
-        grpc::Status(static_cast<grpc::StatusCode>(taken.code()), std::string(taken.message()));
+    *status = GrpcStatus(taken);
     return Outcome::kDecided;
   }
   return Outcome::kReceived;
+}
+
+bool PublishCalls::Scan(Request& request, grpc::Status* status) {
+  const absl::Status scanned = request.received().Scan(limits_);
+  if (!scanned.ok()) *status = GrpcStatus(scanned);
+  return scanned.ok();
 }
 
 grpc::Status PublishCalls::ShuttingDown() {

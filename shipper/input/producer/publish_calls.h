@@ -19,8 +19,9 @@
 // its request arrived), then replies as above. So a request that needs no room (a wrong uuid, a
 // bad request) is answered at once however many calls wait. A call parked for the budget still
 // holds gRPC's buffer and its place among the posted calls; the next call is posted once its
-// request is copied or refused. After StopAccepting() a parked call answers UNAVAILABLE at its
-// next try; an alarm that fires cancelled (!ok) makes the call decide at once.
+// request is copied (before it is scanned, so that the next read overlaps the scan) or refused.
+// After StopAccepting() a parked call answers UNAVAILABLE at its next try; an alarm that fires
+// cancelled (!ok) makes the call decide at once.
 //
 // The calls are served with gRPC's async API so that they run on threads sized from the CPU
 // quota (a WorkerPool calling Serve()); gRPC's callback threads are sized from the host's cores
@@ -82,16 +83,18 @@ class PublishCalls {
 
   // What a non-blocking step of a call came to.
   enum class Outcome {
-    kReceived,  // Receive: the request is copied and charged; go on to Publish
+    kReceived,  // Receive: the request is copied and charged; go on to Scan and Publish
     kDecided,   // *status (and, when OK, the reply) is what to send
     kWait,      // no room yet: try again later (only when the step was told it may wait)
   };
 
-  // Charges the memory budget for `bytes` if they fit now, and copies and scans them into the
-  // request. When they do not fit: kWait if `may_wait`, else decided: none accepted, with the
-  // index of the last event accepted so far (as a full queue's reply).
+  // Charges the memory budget for `bytes` if they fit now, and copies them into the request.
+  // When they do not fit: kWait if `may_wait`, else decided: none accepted, with the index of
+  // the last event accepted so far (as a full queue's reply).
   Outcome Receive(const grpc::ByteBuffer& bytes, bool may_wait, Request& request,
                   grpc::Status* status);
+  // Scans the received request (request_validation.h); false and *status if it is refused.
+  bool Scan(Request& request, grpc::Status* status);
   // Puts what fits now of the received request's events into the queue and fills the reply.
   // When none fits: kWait if `may_wait`, else decided: none accepted.
   Outcome Publish(bool may_wait, Request& request, grpc::Status* status);

@@ -18,12 +18,17 @@ absl::Status ReceivedRequest::Take(const grpc::ByteBuffer& received, const Reque
   size_t size = 0;
   for (const grpc::Slice& slice : slices) size += slice.size();
   bytes_.reset(new char[size]);  // not zeroed: every byte is written next
+  size_ = size;
   char* out = bytes_.get();
   for (const grpc::Slice& slice : slices) {
     std::memcpy(out, slice.begin(), slice.size());
     out += slice.size();
   }
-  return ScanPublishRequest({bytes_.get(), size}, limits, &scanned_);
+  return absl::OkStatus();
+}
+
+absl::Status ReceivedRequest::Scan(const RequestLimits& limits) {
+  return ScanPublishRequest({bytes_.get(), size_}, limits, &scanned_);
 }
 
 }  // namespace shipper

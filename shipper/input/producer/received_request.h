@@ -16,16 +16,19 @@ namespace shipper {
 
 class ReceivedRequest {
  public:
-  // Copies the bytes of `received` and scans them; the status of the scan, or
+  // Copies the bytes of `received`, so that gRPC's buffer can go before the scan; OK, or
   // RESOURCE_EXHAUSTED naming shipper.server.max_message_size when they are more than
   // limits.max_message_size. Call once.
   absl::Status Take(const grpc::ByteBuffer& received, const RequestLimits& limits);
+  // Scans the copied bytes; the status of the scan. REQUIRES: Take() returned OK. Call once.
+  absl::Status Scan(const RequestLimits& limits);
 
-  // REQUIRES: Take() returned OK.
+  // REQUIRES: Scan() returned OK.
   const ScannedRequest& scanned() const { return scanned_; }
 
  private:
   std::unique_ptr<char[]> bytes_;
+  size_t size_ = 0;
   ScannedRequest scanned_;
 };
 
