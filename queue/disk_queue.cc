@@ -411,6 +411,7 @@ class DiskQueueImpl final : public DiskQueue {
   // Wakes the recorder: events done, a segment whole, stop (after the syncer's).
   mutable internal::Mutex record_mu_;
   bool record_stop_ ABSL_GUARDED_BY(record_mu_) = false;
+  bool record_idle_ ABSL_GUARDED_BY(record_mu_) = false;  // waiting with nothing to record
   internal::WaitChannel recorder_{&record_mu_, &done_};
 
   // Writer thread only.
@@ -836,9 +837,10 @@ void DiskQueueImpl::MarkDone(uint64_t first_index, uint64_t last_index, internal
   if (done == before) return;  // done out of order
   done_.store(done, std::memory_order_release);
   drained_.NotifyAll(wake);
-  // The recorder deletes segments and records the state.
+  // The recorder deletes segments and records the state. Woken for a segment to delete, or when
+  // it waits with no state to record: one that is due wakes it by itself.
   internal::MutexLock record_side(&record_mu_);
-  recorder_.NotifyOne(wake);
+  if (record_idle_ || done >= deletable_until_.load()) recorder_.NotifyOne(wake);
 }
 
 uint64_t DiskQueueImpl::WaitPersisted(uint64_t index, absl::Time deadline) {
@@ -1284,11 +1286,13 @@ void DiskQueueImpl::RecordLoop() {
         if (stop || DeliveredWork(absl::Now(), &when)) break;
         const uint64_t done = done_.load(std::memory_order_relaxed);
         const uint64_t deletable = deletable_until_.load(std::memory_order_relaxed);
+        record_idle_ = when == absl::InfiniteFuture();
         waiter.Wait(&record_mu_, when, [&] {
           record_mu_.AssertHeld();  // recorder_'s mutex: Wait calls this under it
           return done_.load(std::memory_order_relaxed) != done ||
                  deletable_until_.load(std::memory_order_relaxed) != deletable || record_stop_;
         });
+        record_idle_ = false;
       }
     }
     RecordDelivered(stop);
