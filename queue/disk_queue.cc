@@ -302,7 +302,7 @@ class DiskQueueImpl final : public DiskQueue {
   void DropRounds(std::vector<Round>* rounds);
 
   // Recorder thread: deletes delivered segments and writes the state file, apart from the syncer
-  // so that neither holds up the other (unlinking a segment of 100 MB takes tens of ms).
+  // so that a delete's steps and the syncs take turns on the device (disk_queue.h).
   void RecordLoop();
   void RecordDelivered(bool stopping);
   // Deletes a delivered segment: cut at its cuts_, last first, then unlinked.
