@@ -1358,7 +1358,10 @@ void DiskQueueImpl::DeleteSegment(uint64_t id) {
   if (!cuts.empty()) {
     if (absl::StatusOr<std::unique_ptr<DiskFile>> file = io_->Open(path, OpenMode::kReadWrite);
         file.ok()) {
-      for (auto cut = cuts.rbegin(); cut != cuts.rend(); ++cut) {
+      // A file someone else cut or removed (opening made it again, empty) is not lengthened.
+      const absl::StatusOr<uint64_t> size = (*file)->Size();
+      for (auto cut = cuts.rbegin(); size.ok() && cut != cuts.rend(); ++cut) {
+        if (*cut >= *size) continue;
         if (!(*file)->Truncate(*cut).ok()) break;  // Remove frees the rest
       }
     }
