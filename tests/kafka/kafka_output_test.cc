@@ -280,6 +280,53 @@ TEST(KafkaOutputTest, InjectedErrorsAndABrokerDownLoseNothingAndTooLargeIsADeadL
   if (HasFailure()) std::cout << shipper->Log();
 }
 
+// The output keeps each topic's handle: the one librdkafka refuses (a name over 512 bytes) is
+// not kept, and the events on either side of it still reach their topic.
+TEST(KafkaOutputTest, ATopicNameTooLongForKafkaIsADeadLetterAndTheEventsAroundItArrive) {
+  namespace pb = elastic::agent::shipper::v1::messages;
+  const std::string topic = "logs-nginx.access";
+  auto cluster = StartCluster(topic);
+  ASSERT_NE(cluster, nullptr);
+  const std::string dead_letters = absl::StrCat(TempDir("long_topic"), "/dead.ndjson");
+  std::vector<std::string> args = ShipperArgs(*cluster, "logs-%{[data_stream.dataset]}");
+  args.insert(args.end(), {"-E", absl::StrCat("shipper.dead_letter.path=", dead_letters)});
+  auto shipper = ShipperProcess::Start(args);
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+
+  ProducerClient client(shipper->address());
+  auto stub = elastic::agent::shipper::v1::Producer::NewStub(
+      grpc::CreateChannel(shipper->address(), grpc::InsecureChannelCredentials()));
+  pb::PublishRequest request;
+  request.set_uuid(client.uuid());
+  for (uint64_t seq = 0; seq < 3; ++seq) *request.add_events() = TestEvent(seq);
+  request.mutable_events(1)->mutable_data_stream()->set_dataset(std::string(600, 'x'));
+  pb::PublishReply reply;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub->PublishEvents(&context, request, &reply).ok());
+  ASSERT_EQ(reply.accepted_count(), 3);
+  ASSERT_EQ(client.AwaitPersisted(reply.accepted_index(), absl::Now() + absl::Seconds(60)),
+            reply.accepted_index())
+      << shipper->Log();
+
+  auto messages = cluster->Consume(topic, kPartitions, absl::Seconds(60));
+  ASSERT_TRUE(messages.ok()) << messages.status();
+  const std::map<int64_t, int> copies = Copies(*messages);
+  EXPECT_EQ(copies.count(0), 1u);
+  EXPECT_EQ(copies.count(1), 0u) << "its topic cannot exist";
+  EXPECT_EQ(copies.count(2), 1u);
+
+  std::ifstream in(dead_letters);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 1u);
+  rapidjson::Document doc;
+  doc.Parse(lines[0].c_str());
+  ASSERT_FALSE(doc.HasParseError()) << lines[0];
+  EXPECT_TRUE(absl::StrContains(doc["reason"].GetString(), "_INVALID_ARG")) << lines[0];
+  EXPECT_EQ(doc["event"]["test_seq"].GetUint64(), 1u);
+  if (HasFailure()) std::cout << shipper->Log();
+}
+
 TEST(KafkaOutputTest, PersistedIndexHoldsWhileEveryBrokerIsDownThenCatchesUp) {
   constexpr uint64_t kEvents = 30000;
   const std::string topic = "events";
