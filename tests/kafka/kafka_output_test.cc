@@ -109,6 +109,20 @@ void ShipAll(const std::vector<std::string>& extra, uint64_t count,
   *messages = *std::move(read);
 }
 
+// Expects the dead-letter file at `path` to hold one line: test event `seq`, for a reason
+// that names `reason`.
+void ExpectOneDeadLetter(const std::string& path, absl::string_view reason, uint64_t seq) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 1u);
+  rapidjson::Document doc;
+  doc.Parse(lines[0].c_str());
+  ASSERT_FALSE(doc.HasParseError()) << lines[0];
+  EXPECT_TRUE(absl::StrContains(doc["reason"].GetString(), reason)) << lines[0];
+  EXPECT_EQ(doc["event"]["test_seq"].GetUint64(), seq);
+}
+
 // The shipper's /metrics page; empty when it does not answer.
 std::string MetricsPage(const ShipperProcess& shipper) {
   const std::string& address = shipper.metrics_address();
@@ -268,15 +282,7 @@ TEST(KafkaOutputTest, InjectedErrorsAndABrokerDownLoseNothingAndTooLargeIsADeadL
             << "and a leader moved: " << messages->size() << " messages, " << duplicates
             << " duplicates\n";
 
-  std::ifstream in(dead_letters);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 1u);
-  rapidjson::Document doc;
-  doc.Parse(lines[0].c_str());
-  ASSERT_FALSE(doc.HasParseError()) << lines[0];
-  EXPECT_TRUE(absl::StrContains(doc["reason"].GetString(), "max_message_bytes")) << lines[0];
-  EXPECT_EQ(doc["event"]["test_seq"].GetUint64(), kEvents);
+  ExpectOneDeadLetter(dead_letters, "max_message_bytes", kEvents);
   if (HasFailure()) std::cout << shipper->Log();
 }
 
@@ -315,15 +321,7 @@ TEST(KafkaOutputTest, ATopicNameTooLongForKafkaIsADeadLetterAndTheEventsAroundIt
   EXPECT_EQ(copies.count(1), 0u) << "its topic cannot exist";
   EXPECT_EQ(copies.count(2), 1u);
 
-  std::ifstream in(dead_letters);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 1u);
-  rapidjson::Document doc;
-  doc.Parse(lines[0].c_str());
-  ASSERT_FALSE(doc.HasParseError()) << lines[0];
-  EXPECT_TRUE(absl::StrContains(doc["reason"].GetString(), "_INVALID_ARG")) << lines[0];
-  EXPECT_EQ(doc["event"]["test_seq"].GetUint64(), 1u);
+  ExpectOneDeadLetter(dead_letters, "_INVALID_ARG", 1);
   if (HasFailure()) std::cout << shipper->Log();
 }
 
