@@ -286,8 +286,9 @@ TEST(KafkaOutputTest, InjectedErrorsAndABrokerDownLoseNothingAndTooLargeIsADeadL
   if (HasFailure()) std::cout << shipper->Log();
 }
 
-// The output keeps each topic's handle: the one librdkafka refuses (a name over 512 bytes) is
-// not kept, and the events on either side of it still reach their topic.
+// The output produces through each topic's handle: an event whose topic librdkafka refuses (a
+// name over 512 bytes) is a dead letter, and the events on either side of it, in the same batch,
+// still reach their topic.
 TEST(KafkaOutputTest, ATopicNameTooLongForKafkaIsADeadLetterAndTheEventsAroundItArrive) {
   namespace pb = elastic::agent::shipper::v1::messages;
   const std::string topic = "logs-nginx.access";
@@ -303,7 +304,6 @@ TEST(KafkaOutputTest, ATopicNameTooLongForKafkaIsADeadLetterAndTheEventsAroundIt
   auto stub = elastic::agent::shipper::v1::Producer::NewStub(
       grpc::CreateChannel(shipper->address(), grpc::InsecureChannelCredentials()));
   pb::PublishRequest request;
-  request.set_uuid(client.uuid());
   for (uint64_t seq = 0; seq < 3; ++seq) *request.add_events() = TestEvent(seq);
   request.mutable_events(1)->mutable_data_stream()->set_dataset(std::string(600, 'x'));
   pb::PublishReply reply;
