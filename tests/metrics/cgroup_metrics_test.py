@@ -36,6 +36,16 @@ def scrape(url):
     return samples
 
 
+def scrape_until(url, name, value, timeout):
+    """The /metrics samples once `name` reads `value`, or the last scrape after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        samples = scrape(url)
+        if samples.get(name) == value or time.monotonic() >= deadline:
+            return samples
+        time.sleep(0.05)
+
+
 def cpu_stat(cgroup):
     with open(os.path.join(cgroup.path, "cpu.stat")) as f:
         stat = dict(line.split() for line in f)
@@ -97,7 +107,8 @@ def main():
             retunes = samples.get("shipper_cpu_retunes_total")
             cgroup.set_cpus(2)
             process.expect(CHANGE_LINE, timeout=15)
-            samples = scrape(url)
+            # The monitor logs the change before its listeners resize the pools and count it.
+            samples = scrape_until(url, "shipper_cpu_retunes_total", retunes + 1, timeout=10)
             check(samples.get("shipper_cpu_retunes_total") == retunes + 1, "one more re-tune",
                   process)
             check(samples.get(f'shipper_cpu_effective{{source="cgroup{version}"}}') == 2,
