@@ -352,8 +352,7 @@ class Pass {
     if (!reader.ok()) return Invalid("malformed resource_logs");
     scope_i_ = record_i_ = -1;
     part_ = "resource";
-    if (!Cached(&c_->resource_, &resource_size_,
-                [this](auto& out) { return ResourceEntry(out); })) {
+    if (!Cached(&c_->resource_, &resource_size_, [&](auto& out) { return ResourceEntry(out); })) {
       return Invalid(problem_);
     }
     Reader scopes(body);
@@ -376,7 +375,7 @@ class Pass {
     if (!reader.ok()) return Invalid("malformed scope_logs");
     record_i_ = -1;
     part_ = "scope";
-    if (!Cached(&c_->scope_, &scope_size_, [this](auto& out) { return ScopeEntry(out); })) {
+    if (!Cached(&c_->scope_, &scope_size_, [&](auto& out) { return ScopeEntry(out); })) {
       return Invalid(problem_);
     }
     Reader records(body);
