@@ -308,9 +308,12 @@ TEST_F(FileOutputTest, WritersThatFinishDuringAFlushShareTheNextOne) {
   for (int i = 0; i < 4; ++i) batches.push_back(events.Take(10));
 
   // Each writer checks, once its batch is confirmed, that a flush covered its last line.
+  std::atomic<int> writes_returned{0};
   auto write = [&](queue::Batch* batch) {
     Outcome outcome;
-    EXPECT_TRUE(WriteAndFinish(**output, Events(*batch), &outcome).ok());
+    const absl::Status written = (*output)->Write(Events(*batch), &outcome);
+    writes_returned.fetch_add(1);
+    EXPECT_TRUE((outcome.finish ? outcome.Finish() : written).ok());
     const uint64_t end = EndOfLine(File(0), batch->first_index() + batch->size() - 1);
     EXPECT_GT(end, 0u);
     EXPECT_GE(recording.synced(File(0)), end) << "confirmed before its bytes were flushed";
@@ -321,9 +324,9 @@ TEST_F(FileOutputTest, WritersThatFinishDuringAFlushShareTheNextOne) {
   // in the file only after the flush started, so it cannot cover them.
   std::vector<std::thread> others;
   for (int i = 1; i < 4; ++i) others.emplace_back(write, &batches[i]);
-  while (Lines(File(0)) < 40) absl::SleepFor(absl::Milliseconds(1));
-  // The last writer records its write just after write() returns.
-  absl::SleepFor(absl::Milliseconds(50));
+  // Write() returns once its lines are in the file and counted as written.
+  while (writes_returned.load() < 4) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_EQ(Lines(File(0)), 40);
   release_first_flush.Notify();
   first.join();
   for (std::thread& t : others) t.join();
