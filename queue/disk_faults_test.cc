@@ -168,7 +168,9 @@ TEST_F(DiskFaultsTest, TheWriterKeepsItsBufferReportsTheErrorAndRetries) {
       // created, those bound for it.
       const uint64_t stuck = queue->persisted_index();
       EXPECT_LT(stuck, accepted);
-      if (c.call != DiskCall::kOpen) EXPECT_EQ(stuck, 20);
+      if (c.call != DiskCall::kOpen) {
+        EXPECT_EQ(stuck, 20);
+      }
       WaitFor([&] { return acked.load() == stuck; });
 
       io_.Heal();

@@ -280,7 +280,8 @@ TEST(DeadOutputTest, ARequestThatNeedsNoRoomIsAnsweredWhileCallsWaitForRoom) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
   }
   std::cerr << "slowest wrong-uuid refusal: " << slowest << "\n";
-  EXPECT_LT(slowest, absl::Milliseconds(50));
+  // Not behind the parked calls' 500 ms; a loaded machine under ASan may still take tens of ms.
+  EXPECT_LT(slowest, absl::Milliseconds(250));
   stop.store(true);
   for (std::thread& waiter : waiters) waiter.join();
   shipper->Signal(SIGTERM);

@@ -103,7 +103,7 @@ class Publisher:
             raise AssertionError(
                 f"persisted {persisted} of {self.last_index}:\n{self.shipper.text()}")
 
-    def persisted(self, timeout=1.0):
+    def persisted(self, timeout=10.0):
         """The persisted index the shipper reports now."""
         stream = self.stub.PersistedIndex(self.msg.PersistedIndexRequest(), timeout=timeout)
         try:

@@ -161,7 +161,9 @@ class DrainTest(unittest.TestCase):
         log = shipper.text()
         self.assertEqual(code, 0, log)
         self.assertGreaterEqual(elapsed, 2, log)
-        self.assertLess(elapsed, 6, log)
+        # The 2 s drain, up to 1 s for gRPC's shutdown, and an exit that may be slow under ASan
+        # on a loaded machine: far below a drain that never gives up.
+        self.assertLess(elapsed, 10, log)
         self.assertIn("0 events delivered, 1000 left undelivered", log)
 
     def test_publishes_during_the_drain_are_refused_with_a_message(self):
