@@ -34,10 +34,15 @@ std::vector<pb::Event> TestEvents(int n) {
   return events;
 }
 
-// Write() and, if it left one, its finish (Outcome::finish): what Delivery does for a batch.
+// What a batch's Write() that returned `written` comes to: its finish's status (Outcome::finish)
+// if it left one, else `written`.
+absl::Status Finished(absl::Status written, Outcome* outcome) {
+  return outcome->finish ? outcome->Finish() : written;
+}
+
+// Write() and, if it left one, its finish: what Delivery does for a batch.
 absl::Status WriteAndFinish(Output& output, const Events& events, Outcome* outcome) {
-  absl::Status status = output.Write(events, outcome);
-  return outcome->finish ? outcome->Finish() : status;
+  return Finished(output.Write(events, outcome), outcome);
 }
 
 class FileOutputTest : public ::testing::Test {
@@ -313,7 +318,7 @@ TEST_F(FileOutputTest, WritersThatFinishDuringAFlushShareTheNextOne) {
     Outcome outcome;
     const absl::Status written = (*output)->Write(Events(*batch), &outcome);
     writes_returned.fetch_add(1);
-    EXPECT_TRUE((outcome.finish ? outcome.Finish() : written).ok());
+    EXPECT_TRUE(Finished(written, &outcome).ok());
     const uint64_t end = EndOfLine(File(0), batch->first_index() + batch->size() - 1);
     EXPECT_GT(end, 0u);
     EXPECT_GE(recording.synced(File(0)), end) << "confirmed before its bytes were flushed";
