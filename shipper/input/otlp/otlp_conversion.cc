@@ -121,21 +121,37 @@ bool KeyValueParts(absl::string_view kv, absl::string_view* key, absl::string_vi
   return reader.ok();
 }
 
-// The string value of the first attribute (field `number` of `container`) named `key`, if it is
-// a string. Malformed attributes are the conversion's to refuse; here they count as absent.
-std::optional<absl::string_view> StringAttribute(absl::string_view container, uint32_t number,
-                                                 absl::string_view key) {
+// The data_stream.* keys, in the order DataStream writes them.
+constexpr absl::string_view kStreamKeys[] = {"data_stream.type", "data_stream.dataset",
+                                             "data_stream.namespace"};
+constexpr size_t kStreamParts = 3;
+using StreamValues = std::optional<absl::string_view>[kStreamParts];
+
+// Fills what `found` lacks from the attributes (field `number` of `container`) named as
+// kStreamKeys, in one read of the list: the value of the first attribute of each name, when it
+// is a string. Malformed attributes are the conversion's to refuse; here they count as absent.
+void StreamAttributes(absl::string_view container, uint32_t number, StreamValues& found) {
+  bool decided[kStreamParts];
+  size_t open = 0;
+  for (size_t i = 0; i < kStreamParts; ++i) {
+    decided[i] = found[i].has_value();
+    open += decided[i] ? 0 : 1;
+  }
   Reader reader(container);
   Field field;
-  while (reader.Next(&field)) {
+  while (open > 0 && reader.Next(&field)) {
     if (field.number() != number || field.type() != wire::kLength) continue;
     absl::string_view k, v;
-    if (!KeyValueParts(field.bytes, &k, &v) || k != key) continue;
-    std::optional<Field> kind;
-    if (AnyValueKind(v, &kind) && kind && kind->number() == otlp::kString) return kind->bytes;
-    return std::nullopt;
+    if (!KeyValueParts(field.bytes, &k, &v) || !absl::StartsWith(k, "data_stream.")) continue;
+    for (size_t i = 0; i < kStreamParts; ++i) {
+      if (decided[i] || k != kStreamKeys[i]) continue;
+      // The first attribute of the name decides, also when it is not a string.
+      decided[i] = true;
+      --open;
+      std::optional<Field> kind;
+      if (AnyValueKind(v, &kind) && kind && kind->number() == otlp::kString) found[i] = kind->bytes;
+    }
   }
-  return std::nullopt;
 }
 
 // Measures what a Writer would write: the first of the conversion's two passes. Each nested
@@ -350,6 +366,8 @@ class Pass {
       }
     }
     if (!reader.ok()) return Invalid("malformed resource_logs");
+    for (auto& v : resource_stream_) v.reset();
+    StreamAttributes(resource_, otlp::kResourceAttributes, resource_stream_);
     scope_i_ = record_i_ = -1;
     part_ = "resource";
     if (!Cached(&c_->resource_, &resource_size_, [&](auto& out) { return ResourceEntry(out); })) {
@@ -373,6 +391,13 @@ class Pass {
       if (field.number() == otlp::kScope && field.type() == wire::kLength) scope_ = field.bytes;
     }
     if (!reader.ok()) return Invalid("malformed scope_logs");
+    // What the scope's records do not set themselves: resolved here once, so that a record costs
+    // its own bytes, not its scope's and resource's attribute lists again.
+    for (auto& v : scope_stream_) v.reset();
+    StreamAttributes(scope_, otlp::kScopeAttributes, scope_stream_);
+    for (size_t i = 0; i < kStreamParts; ++i) {
+      if (!scope_stream_[i]) scope_stream_[i] = resource_stream_[i];
+    }
     record_i_ = -1;
     part_ = "scope";
     if (!Cached(&c_->scope_, &scope_size_, [&](auto& out) { return ScopeEntry(out); })) {
@@ -621,14 +646,14 @@ class Pass {
   // data_stream from the record's attributes, else the scope's, else the resource's.
   template <typename O>
   void DataStream(O& out, absl::string_view record) {
-    const auto find = [&](absl::string_view key) -> std::optional<absl::string_view> {
-      if (auto v = StringAttribute(record, otlp::kAttributes, key)) return v;
-      if (auto v = StringAttribute(scope_, otlp::kScopeAttributes, key)) return v;
-      return StringAttribute(resource_, otlp::kResourceAttributes, key);
-    };
-    const absl::string_view type = find("data_stream.type").value_or("logs");
-    const absl::string_view dataset = find("data_stream.dataset").value_or("generic");
-    const absl::string_view ns = find("data_stream.namespace").value_or("default");
+    StreamValues found;
+    StreamAttributes(record, otlp::kAttributes, found);
+    for (size_t i = 0; i < kStreamParts; ++i) {
+      if (!found[i]) found[i] = scope_stream_[i];
+    }
+    const absl::string_view type = found[0].value_or("logs");
+    const absl::string_view dataset = found[1].value_or("generic");
+    const absl::string_view ns = found[2].value_or("default");
     out.Bytes(kStreamType, type);
     out.Bytes(kStreamDataset, dataset,
               absl::EndsWith(dataset, kOtelSuffix) ? absl::string_view() : kOtelSuffix);
@@ -743,6 +768,8 @@ class Pass {
   LogsConversion* const c_;
   const uint32_t** sizes_ = nullptr;  // the Writer's place in c_->sizes_
   absl::string_view resource_, scope_;
+  StreamValues resource_stream_;  // the resource's data_stream.* attributes
+  StreamValues scope_stream_;     // the scope's, else the resource's
   size_t resource_size_ = 0, scope_size_ = 0;
   int resource_i_ = 0, scope_i_ = -1, record_i_ = -1;
   const char* part_ = "";

@@ -320,6 +320,52 @@ TEST(OtlpConversionTest, DataStreamFromRecordThenScopeThenResource) {
   EXPECT_EQ(c.events[0].data_stream().dataset(), "nginx.access.otel");
 }
 
+// Field `number` of a message, length-delimited, as the wire writes it.
+std::string Length(uint32_t number, const std::string& bytes) {
+  std::string out;
+  for (uint64_t v : {uint64_t{number} << 3 | 2, uint64_t{bytes.size()}}) {
+    for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>(v | 0x80));
+    out.push_back(static_cast<char>(v));
+  }
+  return out + bytes;
+}
+
+// The hostile shapes of a request within every limit whose work used to grow with records ×
+// attributes: a scope or resource with a million empty attributes (2 bytes each) over 60,000
+// empty records, the data_stream attribute last. Each record costs its own bytes now; before,
+// every record read the whole list three times (about 10^11 reads, minutes: this test's timeout).
+TEST(OtlpConversionTest, ManyRecordsUnderManyAttributesCostTheirOwnBytes) {
+  constexpr int kAttributes = 1000000, kRecords = 60000;
+  // KeyValue{key: data_stream.dataset, value: AnyValue{string_value: hostile}}
+  const std::string dataset = Length(1, "data_stream.dataset") + Length(2, Length(1, "hostile"));
+  std::string records;
+  for (int i = 0; i < kRecords; ++i) records += Length(2, "");  // ScopeLogs.log_records
+  for (bool in_scope : {false, true}) {
+    SCOPED_TRACE(in_scope ? "scope attributes" : "resource attributes");
+    const uint32_t field = in_scope ? 3 : 1;  // Scope.attributes, Resource.attributes
+    std::string holder;
+    holder.reserve(2 * kAttributes + 64);
+    for (int i = 0; i < kAttributes; ++i) holder += Length(field, "");
+    holder += Length(field, dataset);
+    const std::string scope_logs =
+        Length(2, (in_scope ? Length(1, holder) : std::string()) + records);
+    const std::string request =
+        Length(1, (in_scope ? std::string() : Length(1, holder)) + scope_logs);
+    LogsConversion conversion;
+    const absl::Status status = conversion.Scan(request, kArrival, 1 << 20, kRecords);
+    ASSERT_TRUE(status.ok()) << status;
+    ASSERT_EQ(conversion.records(), kRecords);
+    auto buffer = std::make_unique<char[]>(conversion.bytes());
+    size_t n = 0;
+    pb::Event last;
+    conversion.Write(buffer.get(), [&](absl::string_view event) {
+      if (++n == kRecords) ASSERT_TRUE(last.ParseFromString(std::string(event)));
+    });
+    EXPECT_EQ(n, kRecords);
+    EXPECT_EQ(last.data_stream().dataset(), "hostile.otel");
+  }
+}
+
 TEST(OtlpConversionTest, ARecordTooLargeIsRejectedAndTheRestTaken) {
   collector::ExportLogsServiceRequest request;
   auto* sl = request.add_resource_logs()->add_scope_logs();
