@@ -3,7 +3,7 @@
 // buffers until its last event is acknowledged, including the time it waits for room in the
 // queue. What gRPC holds before that is bounded by its own resource quota
 // (shipper.server.max_receive_memory); the two together, plus a fixed overhead, bound the
-// process's memory (README "Memory").
+// process's memory (docs/operations.md "Memory").
 //
 // A publish that cannot get its bytes waits a little (PublishEvents retries TryAcquire from an
 // alarm, so no serving thread blocks; Acquire waits with a deadline) and is then refused with

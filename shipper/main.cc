@@ -56,7 +56,7 @@ unset are a quarter of the limit each; set ones must fit the limit with Shipper'
 (64MiB) or start and --check_config refuse them, naming the keys and the limit. Peak memory stays
 below the two budgets plus that overhead: when they are spent, clients get partial acceptance.
 Without a limit the defaults below hold. Keys of the archived elastic-agent-shipper (type,
-monitoring.enabled, http.expvar.enabled) are taken; see README "Migrating".
+monitoring.enabled, http.expvar.enabled) are taken; see docs/operations.md "Migrating".
 
 Config keys (defaults shown):
 )";

@@ -1,6 +1,6 @@
 // Every metric Shipper exposes, in one place: the hooks the pipeline updates (ShipperMetrics) and
 // Collect(), which names them, gives their help texts and reads the scrape-time gauges (queue
-// fill, CPU quota, cgroup throttling, /proc). README's "Metrics" section lists them.
+// fill, CPU quota, cgroup throttling, /proc). docs/operations.md "Metrics" lists them.
 //
 // The hooks are process-wide, like the process metrics beside them: counters count since the
 // process started, as Prometheus expects. A process runs one Shipper (tests start the binary).
