@@ -120,9 +120,10 @@ def emit(record):
 
 
 class Server:
-    """A server process started on port 0; the address comes from its 'listening on' log line."""
+    """A server process started on port 0; the address comes from its 'listening on' log line
+    (or, with `ready`, a pattern of another server's line saying it is ready, address None)."""
 
-    def __init__(self, name, argv, workdir, start_timeout=30.0):
+    def __init__(self, name, argv, workdir, start_timeout=30.0, ready=LISTENING):
         self.name = name
         self.log_path = os.path.join(workdir, name.replace("/", "_") + ".log")
         self._log = open(self.log_path, "wb")
@@ -133,9 +134,9 @@ class Server:
         deadline = time.time() + start_timeout
         while time.time() < deadline:
             with open(self.log_path, "rb") as f:
-                m = LISTENING.search(f.read().decode(errors="replace"))
+                m = ready.search(f.read().decode(errors="replace"))
             if m:
-                self.address = m.group(1)
+                self.address = m.group(1) if ready.groups else None
                 return
             if self.proc.poll() is not None:
                 break

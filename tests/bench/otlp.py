@@ -44,6 +44,20 @@ TARGETS = {  # name: (transport, ack)
 }
 
 
+def shipper_argv(shipper, transport, ack, output=("shipper.output.discard.enabled=true",)):
+    """Shipper with its OTLP input on one transport (grpc or http) and ports the kernel picks,
+    answering with `ack`, into `output` (-E overrides; by default the discard output)."""
+    argv = [shipper, "-E", "shipper.server.server=127.0.0.1:0", "-E", "http.port=0",
+            "-E", "shipper.otlp.enabled=true", "-E", "shipper.otlp.ack=" + ack,
+            "-E", "shipper.otlp.grpc.enabled=%s" % str(transport == "grpc").lower(),
+            "-E", "shipper.otlp.grpc.server=127.0.0.1:0",
+            "-E", "shipper.otlp.http.enabled=%s" % str(transport == "http").lower(),
+            "-E", "shipper.otlp.http.server=127.0.0.1:0"]
+    for override in output:
+        argv += ["-E", override]
+    return argv
+
+
 def log(*parts):
     print("otlp:", *parts, file=sys.stderr, flush=True)
 
@@ -95,25 +109,33 @@ class OtlpBench:
             address, transport = server.address, "grpc"
         else:
             transport, ack = TARGETS[target]
-            argv = [self.o.shipper, "-E", "shipper.server.server=127.0.0.1:0", "-E", "http.port=0",
-                    "-E", "shipper.output.discard.enabled=true",
-                    "-E", "shipper.otlp.enabled=true", "-E", "shipper.otlp.ack=" + ack,
-                    "-E", "shipper.otlp.grpc.enabled=%s" % str(transport == "grpc").lower(),
-                    "-E", "shipper.otlp.grpc.server=127.0.0.1:0",
-                    "-E", "shipper.otlp.http.enabled=%s" % str(transport == "http").lower(),
-                    "-E", "shipper.otlp.http.server=127.0.0.1:0"]
-            server = e2e.Server(name, argv, self.workdir)
+            server = e2e.Server(name, shipper_argv(self.o.shipper, transport, ack), self.workdir)
             address = self.otlp_address(server, GRPC if transport == "grpc" else HTTP)
+        return self.measure(server, address, transport, shape)
+
+    def measure(self, server, address, transport, shape, settle=False):
+        """otlp_load's run of `shape` into `server`, with the server's CPU seconds and peak RSS;
+        stops the server. With `settle`, the CPU counts until the server is idle (at most 10 s
+        more): what it answered but had not yet written costs too."""
         try:
             cpu0 = server.cpu_sec()
             r = self.otlp_load(address, transport, shape)
+            if settle:
+                last, deadline = server.cpu_sec(), e2e.time.time() + 10
+                while e2e.time.time() < deadline:
+                    e2e.time.sleep(0.2)
+                    now = server.cpu_sec()
+                    if now - last < 0.01:  # under 5% of a core
+                        break
+                    last = now
             r["server_cpu_sec"] = server.cpu_sec() - cpu0
             r["rss_mb"] = server.rss_mb()
             if not server.alive():
-                raise RuntimeError("%s exited during the run: %s" % (name, server.log_tail()))
+                raise RuntimeError("%s exited during the run: %s" % (server.name,
+                                                                     server.log_tail()))
         finally:
             server.stop()
-        log("%s: %.0f records/s" % (name, r["events_per_sec"]))
+        log("%s: %.0f records/s" % (server.name, r["events_per_sec"]))
         return r
 
     def run(self):
