@@ -25,7 +25,7 @@ import unittest
 
 sys.path[:0] = ["tests/otlp", "tests/peers"]
 from otlp_harness import OtlpShipper, wait_for  # noqa: E402
-from peers import peer  # noqa: E402
+from peer_harness import peer  # noqa: E402
 
 VARIANT = sys.argv.pop(1) if len(sys.argv) > 1 else "grpc"
 LINES = 200_000

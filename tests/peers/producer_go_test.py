@@ -20,7 +20,7 @@ import unittest
 
 sys.path[:0] = ["tests/otlp", "tests/peers", "tests/python"]
 from otlp_harness import wait_for  # noqa: E402
-from peers import LineCounter, peer  # noqa: E402
+from peer_harness import LineCounter, peer  # noqa: E402
 from wire_compat_test import Shipper  # noqa: E402
 
 EVENTS = 100_000

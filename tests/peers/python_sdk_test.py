@@ -16,7 +16,7 @@ import unittest
 
 sys.path[:0] = ["tests/otlp", "tests/peers"]
 from otlp_harness import OtlpShipper  # noqa: E402
-from peers import peer  # noqa: E402
+from peer_harness import peer  # noqa: E402
 from sdk_test import expected  # noqa: E402  (the mapping of export_logs.js's records)
 
 RECORDS = 50_000
