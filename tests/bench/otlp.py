@@ -138,16 +138,21 @@ class OtlpBench:
         log("%s: %.0f records/s" % (server.name, r["events_per_sec"]))
         return r
 
+    def best_runs(self, targets, shape):
+        """Each target's fastest of --reps runs of `shape`, the runs interleaved."""
+        best = {}
+        for _ in range(self.o.reps):
+            for target in targets:
+                r = self.run_target(target, shape)
+                if target not in best or r["events_per_sec"] > best[target]["events_per_sec"]:
+                    best[target] = r
+        return best
+
     def run(self):
         failed = False
         for shape in self.o.shapes:
-            best = {}
             try:
-                for _ in range(self.o.reps):
-                    for target in ["null"] + self.o.targets:
-                        r = self.run_target(target, shape)
-                        if target not in best or r["events_per_sec"] > best[target]["events_per_sec"]:
-                            best[target] = r
+                best = self.best_runs(["null"] + self.o.targets, shape)
                 producer_null = self.e2e.throughput("null", shape)["persisted_per_sec"]
                 producer = self.e2e.throughput("discard", shape)["persisted_per_sec"]
             except Exception as e:  # one shape failing does not hide the others
@@ -182,21 +187,31 @@ def main():
     for flag in ("shipper", "otlp_load", "otlp_null_server", "null_server", "shipper_load"):
         ap.add_argument("--" + flag, required=True)
     ap.add_argument("--targets", default=",".join(TARGETS))
+    add_load_flags(ap, run_timeout=120)
+    o = parse_load_flags(ap)
+    for flag in ("shipper", "otlp_load", "otlp_null_server", "null_server", "shipper_load"):
+        setattr(o, flag, os.path.abspath(getattr(o, flag)))
+    sys.exit(OtlpBench(o).run())
+
+
+def add_load_flags(ap, run_timeout):
+    """The flags of otlp_load's runs (and of the targets' list), this bench's and peers.py's."""
     ap.add_argument("--shapes", default="filebeat,tiny,large")
     ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",
                     help="records per run, per shape (the e2e bench's)")
     ap.add_argument("--batch", default="filebeat=500,tiny=500,large=100")
     ap.add_argument("--inflight", type=int, default=10)
     ap.add_argument("--reps", type=int, default=2, help="runs per target (interleaved; best kept)")
-    ap.add_argument("--run_timeout", type=float, default=120)
+    ap.add_argument("--run_timeout", type=float, default=run_timeout)
+
+
+def parse_load_flags(ap):
     o = ap.parse_args()
     o.targets = [t for t in o.targets.split(",") if t]
     o.shapes = [s for s in o.shapes.split(",") if s]
     o.events = e2e.per_shape(o.events)
     o.batch = e2e.per_shape(o.batch)
-    for flag in ("shipper", "otlp_load", "otlp_null_server", "null_server", "shipper_load"):
-        setattr(o, flag, os.path.abspath(getattr(o, flag)))
-    sys.exit(OtlpBench(o).run())
+    return o
 
 
 if __name__ == "__main__":

@@ -31,13 +31,14 @@ import json
 import os
 import re
 import shutil
-import socket
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "peers")]
 import e2e  # noqa: E402  (its Server process wrapper)
 import otlp  # noqa: E402  (otlp_load's runs and Shipper's OTLP command line)
+from peer_harness import free_port  # noqa: E402  (the Collector does not log its port)
 
 COLLECTOR_READY = re.compile(r"Everything is ready")
 # target: (server, ack, output); a Shipper target's Collector row is the one of its output's
@@ -51,13 +52,6 @@ TARGETS = {
     "shipper-persisted/file": ("shipper", "persisted", "file"),
 }
 COUNTERPART = {"discard": "collector-queued/nop", "file": "collector-queued/file"}
-
-
-def free_port():
-    """A port free now, for the Collector's receiver (it does not log the port it was given)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PeersBench(otlp.OtlpBench):
@@ -105,13 +99,8 @@ class PeersBench(otlp.OtlpBench):
     def run(self):
         failed = False
         for shape in self.o.shapes:
-            best = {}
             try:
-                for _ in range(self.o.reps):
-                    for target in self.o.targets:
-                        r = self.run_target(target, shape)
-                        if target not in best or r["events_per_sec"] > best[target]["events_per_sec"]:
-                            best[target] = r
+                best = self.best_runs(self.o.targets, shape)
             except Exception as e:  # one shape failing does not hide the others
                 otlp.log("%s failed: %s" % (shape, e))
                 failed = True
@@ -146,21 +135,11 @@ def main():
         ap.add_argument("--" + flag, required=True)
     ap.add_argument("--targets", default=",".join(TARGETS),
                     help="in this order; a Collector target first gives its Shipper rows ratios")
-    ap.add_argument("--shapes", default="filebeat,tiny,large")
-    ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",
-                    help="records per run, per shape (the OTLP bench's)")
-    ap.add_argument("--batch", default="filebeat=500,tiny=500,large=100")
-    ap.add_argument("--inflight", type=int, default=10)
-    ap.add_argument("--reps", type=int, default=2, help="runs per target (interleaved; best kept)")
-    ap.add_argument("--run_timeout", type=float, default=300)
-    o = ap.parse_args()
-    o.targets = [t for t in o.targets.split(",") if t]
+    otlp.add_load_flags(ap, run_timeout=300)
+    o = otlp.parse_load_flags(ap)
     unknown = [t for t in o.targets if t not in TARGETS]
     if unknown:
         ap.error("unknown targets %s (known: %s)" % (unknown, ", ".join(TARGETS)))
-    o.shapes = [s for s in o.shapes.split(",") if s]
-    o.events = e2e.per_shape(o.events)
-    o.batch = e2e.per_shape(o.batch)
     for flag in ("shipper", "otlp_load", "otelcol"):
         setattr(o, flag, os.path.abspath(getattr(o, flag)))
     sys.exit(PeersBench(o).run())

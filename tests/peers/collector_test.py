@@ -17,7 +17,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ import unittest
 
 sys.path[:0] = ["tests/otlp", "tests/peers"]
 from otlp_harness import OtlpShipper, wait_for  # noqa: E402
-from peer_harness import peer  # noqa: E402
+from peer_harness import FileTail, free_port, peer  # noqa: E402
 
 VARIANT = sys.argv.pop(1) if len(sys.argv) > 1 else "grpc"
 LINES = 200_000
@@ -41,32 +40,16 @@ def readme_collector_config():
     return re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
 
 
-def free_port():
-    """A port free now: Shipper must come back on the same one after each SIGKILL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Output:
-    """The distinct lines in Shipper's file output and the documents written, read as it grows."""
+class Output(FileTail):
+    """The distinct lines in Shipper's file output, and the documents written, as it grows."""
 
     def __init__(self, path):
-        self.path, self.offset = path, 0
-        self.seen, self.documents = set(), 0
+        super().__init__(path)
+        self.seen = set()
 
     def distinct(self):
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except FileNotFoundError:
-            return 0
-        data = data[:data.rfind(b"\n") + 1]  # whole lines only
-        self.offset += len(data)
-        for line in data.splitlines():
+        for line in self.read():
             self.seen.add(int(json.loads(line)["body"]["text"].split()[1]))
-            self.documents += 1
         return len(self.seen)
 
 
@@ -143,7 +126,7 @@ class CollectorTest(unittest.TestCase):
         output.distinct()
         self.assertEqual(len(output.seen), LINES,
                          f"{LINES - len(output.seen)} lines missing\n" + collector_text())
-        print(f"{VARIANT}: {LINES} lines delivered, {output.documents - LINES} duplicates",
+        print(f"{VARIANT}: {LINES} lines delivered, {output.lines - LINES} duplicates",
               flush=True)
 
 

@@ -1,5 +1,7 @@
-"""What the peer tests share: finding the peers ./dev installed, and following a growing file."""
+"""What the peer tests (and tests/bench/peers.py) share: finding the peers ./dev installed, a port
+for a server that restarts, and following a growing file."""
 import os
+import socket
 
 
 def peer(variable, what):
@@ -11,19 +13,34 @@ def peer(variable, what):
     return path
 
 
-class LineCounter:
-    """Counts the lines of a growing file, reading each byte once."""
+def free_port():
+    """A port free now, for a server that must come back on the same one after a restart (or
+    that does not log the port it was given)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FileTail:
+    """The complete lines a growing file gained since the last call, each byte read once."""
 
     def __init__(self, path):
         self.path, self.offset, self.lines = path, 0, 0
 
-    def count(self):
+    def read(self):
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
                 data = f.read()
         except FileNotFoundError:
-            return 0
+            return []
+        data = data[:data.rfind(b"\n") + 1]  # whole lines only
         self.offset += len(data)
-        self.lines += data.count(b"\n")
+        new = data.splitlines()
+        self.lines += len(new)
+        return new
+
+    def count(self):
+        """The complete lines so far, what is new read."""
+        self.read()
         return self.lines

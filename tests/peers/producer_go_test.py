@@ -20,7 +20,7 @@ import unittest
 
 sys.path[:0] = ["tests/otlp", "tests/peers", "tests/python"]
 from otlp_harness import wait_for  # noqa: E402
-from peer_harness import LineCounter, peer  # noqa: E402
+from peer_harness import FileTail, peer  # noqa: E402
 from wire_compat_test import Shipper  # noqa: E402
 
 EVENTS = 100_000
@@ -50,7 +50,7 @@ class ProducerGoTest(unittest.TestCase):
             [client, f"--address={address}", f"--events={EVENTS}", f"--rate={RATE}"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            written = LineCounter(os.path.join(out, "shipper.ndjson"))
+            written = FileTail(os.path.join(out, "shipper.ndjson"))
             for at in KILL_AT:
                 wait_for(lambda: written.count() >= at or proc.poll() is not None, 120,
                          f"{at} documents written")
@@ -58,7 +58,7 @@ class ProducerGoTest(unittest.TestCase):
                 shipper.proc.send_signal(signal.SIGKILL)
                 shipper.proc.wait()
                 shipper.log.close()
-                print(f"SIGKILL at {written.count()} documents written", flush=True)
+                print(f"SIGKILL at {written.lines} documents written", flush=True)
                 shipper = Shipper(tmp, *args)
                 uuids.append(shipper.uuid)
             stdout, stderr = proc.communicate(timeout=300)
