@@ -294,7 +294,8 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
   c.Add("shipper_output_items_total",
         "Events an output wrote, by outcome: Elasticsearch's created, duplicate (already "
         "there), retried, dead_lettered; a Redis channel's published, no_subscriber (written, "
-        "heard by no one).",
+        "heard by no one); an OTLP receiver's rejected_by_receiver (partial success: answered "
+        "written, dropped by the receiver).",
         Type::kCounter);
   m.output_items_.ForEach([&](const std::string& labels, const Counter& counter) {
     c.Sample(counter.value(), labels);

@@ -5,6 +5,7 @@
 #include "shipper/output/elasticsearch/elasticsearch_output.h"
 #include "shipper/output/file/file_output.h"
 #include "shipper/output/kafka/kafka_output.h"
+#include "shipper/output/otlp/otlp_output.h"
 #include "shipper/output/redis/redis_output.h"
 #include "shipper/output/shipper/shipper_output.h"
 
@@ -12,8 +13,8 @@ namespace shipper {
 
 const std::vector<OutputType>& Outputs() {
   static const std::vector<OutputType>* outputs = new std::vector<OutputType>{
-      FileOutputType(),          ConsoleOutputType(), RedisOutputType(),   ShipperOutputType(),
-      ElasticsearchOutputType(), KafkaOutputType(),   DiscardOutputType(),
+      FileOutputType(),          ConsoleOutputType(), RedisOutputType(), ShipperOutputType(),
+      ElasticsearchOutputType(), KafkaOutputType(),   OtlpOutputType(),  DiscardOutputType(),
   };
   return *outputs;
 }

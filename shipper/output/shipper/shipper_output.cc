@@ -13,12 +13,10 @@
 #include "glog/logging.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/security/tls_certificate_provider.h"
-#include "grpcpp/security/tls_certificate_verifier.h"
-#include "grpcpp/security/tls_credentials_options.h"
 #include "proto/producer.grpc.pb.h"
 #include "shipper/config/address.h"
 #include "shipper/config/tls.h"
+#include "shipper/output/grpc_credentials.h"
 
 namespace shipper {
 namespace {
@@ -203,40 +201,11 @@ const TlsBlock& Tls() {
   return *block;
 }
 
-// Plaintext, or TLS (mTLS with a client certificate) as `ssl` asks; reads the PEM files. Unset
-// CAs: gRPC's default roots. verification_mode full is gRPC's own TLS credentials; the others
-// need its TLS credentials API, which can skip the host name and the chain.
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const TlsSettings& ssl) {
-  if (!ssl.enabled) return grpc::InsecureChannelCredentials();
-  absl::StatusOr<TlsPem> pem = Tls().Read(ssl);
-  if (!pem.ok()) return pem.status();
-  if (ssl.verification_mode == VerificationMode::kFull) {
-    grpc::SslCredentialsOptions options;
-    options.pem_root_certs = pem->certificate_authorities;
-    options.pem_cert_chain = pem->certificate;
-    options.pem_private_key = pem->key;
-    return grpc::SslCredentials(options);
-  }
-  namespace tls = grpc::experimental;
-  std::vector<tls::IdentityKeyCertPair> identity;
-  if (!pem->certificate.empty()) identity.push_back({pem->key, pem->certificate});
-  tls::TlsChannelCredentialsOptions options;
-  if (!pem->certificate_authorities.empty() || !identity.empty()) {
-    options.set_certificate_provider(std::make_shared<tls::StaticDataCertificateProvider>(
-        pem->certificate_authorities, identity));
-    if (!pem->certificate_authorities.empty()) options.watch_root_certs();
-    if (!identity.empty()) options.watch_identity_key_cert_pairs();
-  }
-  options.set_verify_server_certs(ssl.verification_mode == VerificationMode::kCertificate);
-  options.set_certificate_verifier(std::make_shared<tls::NoOpCertificateVerifier>());
-  options.set_check_call_host(false);
-  return tls::TlsCredentials(options);
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Output>> ShipperOutputSettings::Build() const {
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = Credentials(ssl);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ClientCredentials(Tls(), ssl);
   if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
   // Reconnect quickly after the next Shipper restarts: gRPC's default backoff grows to 2 min.
