@@ -1,6 +1,5 @@
 #include "shipper/input/otlp/otlp_grpc.h"
 
-#include <atomic>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -8,7 +7,6 @@
 #include "glog/logging.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/impl/codegen/proto_utils.h"
 #include "proto/otlp/logs_service.pb.h"
 #include "proto/rpc/status.pb.h"
 #include "runtime/executor_sizing.h"
@@ -29,16 +27,6 @@ constexpr absl::string_view kTraceExport =
 constexpr absl::string_view kMetricsExport =
     "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export";
 
-grpc::ByteBuffer Serialized(const collector::ExportLogsServiceResponse& response) {
-  grpc::ByteBuffer bytes;
-  bool own_buffer;
-  const grpc::Status serialized =
-      grpc::SerializationTraits<collector::ExportLogsServiceResponse>::Serialize(response, &bytes,
-                                                                                 &own_buffer);
-  CHECK(serialized.ok());
-  return bytes;
-}
-
 // The gRPC status of an outcome that is not OK; UNAVAILABLE carries RetryInfo.
 grpc::Status StatusOf(const ExportOutcome& outcome) {
   const auto code = static_cast<grpc::StatusCode>(outcome.status.code());
@@ -56,32 +44,32 @@ grpc::Status StatusOf(const ExportOutcome& outcome) {
   return grpc::Status(code, message, details.SerializeAsString());
 }
 
+// Whether a method is LogsService/Export, or how to refuse it.
+grpc::Status Served(absl::string_view method) {
+  if (method == kLogsExport) return grpc::Status::OK;
+  if (method == kTraceExport || method == kMetricsExport) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        "Shipper takes logs only (LogsService/Export): send traces and metrics "
+                        "to a receiver that takes them");
+  }
+  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, absl::StrCat("unknown method ", method));
+}
+
 class OtlpGrpcImpl;
 
-// One call, from waiting for it to its reply sent. Its address is its tag on the completion
-// queue. After the request is handed to OtlpExports, only `done` touches it (from whichever
-// thread runs it), until the reply's completion deletes it.
-class Call final {
+// One Export call (async_calls.h). After the request is handed to OtlpExports, only `done`
+// touches it (from whichever thread runs it), until the reply's completion deletes it.
+class Call final : public AsyncCall {
  public:
   explicit Call(OtlpGrpcImpl* grpc);
-  void Proceed(bool ok);
 
  private:
-  enum class State { kArriving, kReading, kFinishing };
-
   // Hands the request to the exports. The call may be deleted (by the reply's completion on
   // another thread) before this returns: nothing after Export() touches `this`.
-  void Export();
-  void Reply(const ExportOutcome& outcome);
-  void Refuse(const grpc::Status& status);
-  // Asks gRPC for the call after this one, unless the transport is stopping.
-  void PostNext();
+  void OnRequest(grpc::ByteBuffer& message) override;
+  void Answer(const ExportOutcome& outcome);
 
   OtlpGrpcImpl* const grpc_;
-  grpc::GenericServerContext context_;
-  grpc::GenericServerAsyncReaderWriter stream_;
-  grpc::ByteBuffer bytes_;
-  State state_ = State::kArriving;
 };
 
 class OtlpGrpcImpl final : public OtlpGrpc {
@@ -90,8 +78,9 @@ class OtlpGrpcImpl final : public OtlpGrpc {
       : settings_(settings),
         exports_(exports),
         budget_(context.budget),
-        waiting_calls_(
-            PostedCalls(context.server->limits.max_receive_memory, settings.max_message_size)) {}
+        calls_("OTLP/gRPC",
+               PostedCalls(context.server->limits.max_receive_memory, settings.max_message_size),
+               Served, [this] { return new Call(this); }) {}
 
   absl::Status Open(const InputContext& context) {
     ServerSettings server = *context.server;
@@ -103,8 +92,9 @@ class OtlpGrpcImpl final : public OtlpGrpc {
     listener_ = *std::move(listener);
     grpc::ServerBuilder builder;
     if (context.grpc_quota != nullptr) builder.SetResourceQuota(*context.grpc_quota);
-    // Our own limit (max_message_size), which names its key and holds for inflated requests.
-    builder.SetMaxReceiveMessageSize(-1);
+    // gRPC refuses a larger message as it receives it; up to that our own limit
+    // (max_message_size) names its key, and holds for what a gzip request inflates to.
+    builder.SetMaxReceiveMessageSize(ReceiveLimit(settings_.max_message_size));
     // gzip is inflated here, bounded; gRPC would inflate without a bound.
     builder.AddChannelArgument(GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION, 0);
     builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
@@ -112,16 +102,15 @@ class OtlpGrpcImpl final : public OtlpGrpc {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                static_cast<int>(context.server->limits.max_concurrent_streams));
     listener_->ServeWith(&builder);
-    builder.RegisterAsyncGenericService(&generic_);
-    cq_ = builder.AddCompletionQueue();
+    calls_.RegisterWith(&builder);
     server_ = builder.BuildAndStart();
     if (server_ == nullptr) return absl::InternalError("gRPC could not build the OTLP server");
     if (absl::Status started = listener_->Start(); !started.ok()) return started;
     LOG(INFO) << "OTLP/gRPC listening on " << listener_->address();
-    for (int i = 0; i < waiting_calls_; ++i) new Call(this);
+    calls_.Start();
     workers_ = std::make_unique<runtime::WorkerPool>(
         "otlp-grpc", runtime::GrpcWorkers(context.cpus),
-        [this](const runtime::WorkerPool::Worker& self) { Serve(self); });
+        [this](const runtime::WorkerPool::Worker& self) { calls_.Serve(self); });
     return absl::OkStatus();
   }
 
@@ -134,80 +123,42 @@ class OtlpGrpcImpl final : public OtlpGrpc {
   void Stop() override {
     if (stopped_) return;
     stopped_ = true;
-    // No call is posted from now on: gRPC asserts on one requested of a shut-down queue.
-    stopping_.store(true);
     if (listener_ != nullptr) listener_->Stop();
+    // Calls still open after a second are cancelled; calls_ then waits for the rest to answer
+    // (a conversion running, a reply being sent) while the workers still serve them.
     if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-    if (cq_ != nullptr) cq_->Shutdown();
+    calls_.Shutdown();
     if (workers_ != nullptr) workers_->Stop();
-    if (cq_ != nullptr) FinishCalls<Call>(cq_.get());
+    calls_.Finish();
   }
 
  private:
   friend class Call;
 
-  void Serve(const runtime::WorkerPool::Worker& worker) { ServeCalls<Call>(cq_.get(), worker); }
-
   const OtlpSettings settings_;
   OtlpExports* const exports_;
   runtime::MemoryBudget* const budget_;
-  const int waiting_calls_;
   std::unique_ptr<Listener> listener_;
-  grpc::AsyncGenericService generic_;
-  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  AsyncCalls calls_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<runtime::WorkerPool> workers_;
   bool stopped_ = false;
-  std::atomic<bool> stopping_{false};  // set by Stop(), read by the serving threads
 };
 
-Call::Call(OtlpGrpcImpl* grpc) : grpc_(grpc), stream_(&context_) {
-  grpc->generic_.RequestCall(&context_, &stream_, grpc->cq_.get(), grpc->cq_.get(), this);
-}
+Call::Call(OtlpGrpcImpl* grpc) : AsyncCall(&grpc->calls_), grpc_(grpc) {}
 
-void Call::Proceed(bool ok) {
-  switch (state_) {
-    case State::kArriving:
-      if (!ok) break;  // shutting down
-      if (context_.method() == kTraceExport || context_.method() == kMetricsExport) {
-        return Refuse(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                                   "Shipper takes logs only (LogsService/Export): send traces "
-                                   "and metrics to a receiver that takes them"));
-      }
-      if (context_.method() != kLogsExport) {
-        return Refuse(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                                   absl::StrCat("unknown method ", context_.method())));
-      }
-      state_ = State::kReading;
-      stream_.Read(&bytes_, this);
-      return;
-    case State::kReading:
-      // Only now the next call takes our place: the number of calls bounds what gRPC reads.
-      PostNext();
-      if (!ok) {
-        state_ = State::kFinishing;
-        stream_.Finish(
-            grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Export: no request message"), this);
-        return;
-      }
-      return Export();
-    case State::kFinishing:
-      break;
-  }
-  delete this;
-}
-
-void Call::Export() {
+void Call::OnRequest(grpc::ByteBuffer& message) {
+  // Only now the next call takes our place: the number of calls bounds what gRPC reads.
+  PostNext();
   const absl::Time arrival = absl::Now();
   OtlpExports* const exports = grpc_->exports_;
   runtime::MemoryBudget* const budget = grpc_->budget_;
   const size_t max = grpc_->settings_.max_message_size;
-  state_ = State::kFinishing;  // before the reply can be sent, from any thread
-  auto done = [this](const ExportOutcome& outcome) { Reply(outcome); };
+  auto done = [this](const ExportOutcome& outcome) { Answer(outcome); };
 
   // What this thread holds while the exports convert the request: the message flattened (when
   // gRPC's buffer is in pieces) or inflated, charged to the budget; freed once Export returns.
-  grpc::ByteBuffer received = std::move(bytes_);
+  grpc::ByteBuffer received = std::move(message);
   size_t charged = 0;
   struct Charge {
     runtime::MemoryBudget* budget;
@@ -244,24 +195,14 @@ void Call::Export() {
   exports->Export(OtlpTransport::kGrpc, inflated, arrival, done, charged);
 }
 
-void Call::Reply(const ExportOutcome& outcome) {
-  if (!outcome.status.ok()) return stream_.Finish(StatusOf(outcome), this);
+void Call::Answer(const ExportOutcome& outcome) {
+  if (!outcome.status.ok()) return Fail(StatusOf(outcome));
   collector::ExportLogsServiceResponse response;
   if (outcome.rejected_log_records > 0) {
     response.mutable_partial_success()->set_rejected_log_records(outcome.rejected_log_records);
     response.mutable_partial_success()->set_error_message(outcome.error_message);
   }
-  stream_.WriteAndFinish(Serialized(response), grpc::WriteOptions(), grpc::Status::OK, this);
-}
-
-void Call::PostNext() {
-  if (!grpc_->stopping_.load()) new Call(grpc_);
-}
-
-void Call::Refuse(const grpc::Status& status) {
-  PostNext();
-  state_ = State::kFinishing;
-  stream_.Finish(status, this);
+  Reply(response);
 }
 
 }  // namespace

@@ -11,10 +11,12 @@
 // It listens through shipper/server/'s Listener (TLS and mTLS from shipper.otlp.ssl, the
 // connection limit shipper.server.max_connections) and shares the shared server's resource
 // quota (shipper.server.max_receive_memory) and max_concurrent_streams. Requests are taken as raw
-// bytes (a generic service, as PublishEvents is: gRPC reads a message only once a call was
-// posted for it, at most max_receive_memory / max_message_size calls). gzip requests are
-// accepted and inflated here, bounded by shipper.otlp.max_message_size and charged to the
-// memory budget as they grow (gRPC 1.51 inflates without a bound); deflate is refused.
+// bytes through the call plumbing PublishEvents uses too (shipper/server/async_calls.h: gRPC
+// reads a message only once a call was posted for it, at most max_receive_memory /
+// max_message_size calls). gRPC refuses a message larger than shipper.otlp.max_message_size
+// plus what compression may add (ReceiveLimit) as it receives it; gzip requests are accepted and
+// inflated here, bounded by shipper.otlp.max_message_size (named in the error) and charged to
+// the memory budget as they grow (gRPC 1.51 inflates without a bound); deflate is refused.
 //
 // Calls are served with the async API from a WorkerPool sized from the CPU quota, as the
 // Producer API's (runtime/executor_sizing.h GrpcWorkers).
@@ -46,7 +48,8 @@ class OtlpGrpc {
   virtual const std::string& address() const = 0;
   virtual void Retune(int cpus) = 0;
   virtual int threads() const = 0;
-  // Stops listening and serving; calls still open are cancelled. Call after
+  // Stops listening; calls still open a second later are cancelled; waits until every call
+  // ended (a conversion running finishes and answers), then stops serving. Call after
   // OtlpExports::Drained(), so that every waiting export was answered.
   virtual void Stop() = 0;
 };

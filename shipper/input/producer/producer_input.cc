@@ -38,6 +38,7 @@ class ProducerInput final : public Input {
 
   void StopAccepting() override { service_.StopAccepting(); }
   void Drained() override { service_.EndStreams(); }
+  // The workers serve until every call ended: ShutdownServing() waits for that.
   void Stop() override {
     service_.ShutdownServing();
     if (workers_ != nullptr) workers_->Stop();

@@ -7,8 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
-#include "grpcpp/alarm.h"
-#include "grpcpp/impl/codegen/proto_utils.h"
 #include "proto/messages.pb.h"
 #include "shipper/input/producer/received_request.h"
 #include "shipper/metrics/shipper_metrics.h"
@@ -36,11 +34,9 @@ grpc::Status GrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-grpc::ByteBuffer Serialized(const pb::PublishReply& reply) {
-  grpc::ByteBuffer bytes;
-  bool own_buffer;
-  CHECK(grpc::SerializationTraits<pb::PublishReply>::Serialize(reply, &bytes, &own_buffer).ok());
-  return bytes;
+grpc::Status Served(absl::string_view method) {
+  if (method == kPublishEventsMethod) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, absl::StrCat("unknown method ", method));
 }
 
 }  // namespace
@@ -83,57 +79,31 @@ class PublishCalls::Request final : public queue::EventOwner {
   std::atomic<int64_t> refs_{1};
 };
 
-// One PublishEvents call, from waiting for a call to its reply sent. Its address is its tag
-// on the completion queue; only the thread handling its current event touches it.
+// One PublishEvents call (async_calls.h): its request copied into the budget and published,
+// parked on an alarm while there is no room.
 //
 // PublishEvents is served through gRPC's generic API so that a request's message is read only
 // once a call has been posted for it: for a registered unary method gRPC reads the message of
 // every stream that arrives, before any call is there to take it, however many clients send at
 // once (16 connections × 8 large requests held 500 MiB that way, far past the resource quota,
-// which reclaims only after the fact). Here at most waiting_calls_ messages are read or waiting
+// which reclaims only after the fact). Here at most PostedCalls() messages are read or waiting
 // to be copied at any time; other streams wait with what their HTTP/2 window let in.
-class PublishCalls::Call final {
+class PublishCalls::Call final : public AsyncCall {
  public:
-  // Asks gRPC for the next call.
   explicit Call(PublishCalls* calls)
-      : calls_(calls), request_(new Request(calls->budget_)), stream_(&context_) {
-    calls->generic_.RequestCall(&context_, &stream_, calls->cq_.get(), calls->cq_.get(), this);
-  }
-  ~Call() { request_->Release(); }
-
-  // The call arrived (!ok: the server is shutting down), then its message was read (!ok: none
-  // came), then (any number of times) its alarm fired while it waited for room (!ok: the alarm
-  // was cancelled: decide now), then the reply was sent.
-  void Proceed(bool ok) {
-    switch (state_) {
-      case State::kArriving:
-        if (!ok) break;
-        if (context_.method() != kPublishEventsMethod) {
-          return Refuse(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                                     absl::StrCat("unknown method ", context_.method())));
-        }
-        state_ = State::kReading;
-        stream_.Read(&bytes_, this);
-        return;
-      case State::kReading:
-        if (!ok) {
-          return Refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                     "PublishEvents: no request message"));
-        }
-        start_ = absl::Now();
-        // How long a publish may wait for memory or for room in the queue.
-        deadline_ = std::min(absl::FromChrono(context_.deadline()), start_ + kMaxPublishWait);
-        return Attempt(/*may_wait=*/true);
-      case State::kWaiting:
-        return Attempt(/*may_wait=*/ok);
-      case State::kFinishing:
-        break;
-    }
-    delete this;
-  }
+      : AsyncCall(&calls->calls_), calls_(calls), request_(new Request(calls->budget_)) {}
+  ~Call() override { request_->Release(); }
 
  private:
-  enum class State { kArriving, kReading, kWaiting, kFinishing };
+  void OnRequest(grpc::ByteBuffer& message) override {
+    bytes_.Swap(&message);
+    start_ = absl::Now();
+    // How long a publish may wait for memory or for room in the queue.
+    deadline_ = std::min(absl::FromChrono(context().deadline()), start_ + kMaxPublishWait);
+    Attempt(/*may_wait=*/true);
+  }
+  // The alarm fired (!ok: cancelled: decide now).
+  void OnWake(bool ok) override { Attempt(/*may_wait=*/ok); }
 
   // Tries to take the request into the budget and its events into the queue without blocking;
   // parks the call on an alarm when there is no room yet, `may_wait` and the deadline is ahead.
@@ -142,29 +112,27 @@ class PublishCalls::Call final {
     grpc::Status status;
     if (!received_) {
       const Outcome outcome = calls_->Receive(bytes_, may_wait, *request_, &status);
-      if (outcome == Outcome::kWait) return Park();
+      if (outcome == Outcome::kWait) return Wait();
       bytes_.Clear();  // from here on only the request's own copy holds the events
       // Only now the next call takes our place: the number of calls bounds what gRPC holds.
       // Before the scan, so that the next request is read while this one is scanned.
-      new Call(calls_);
+      PostNext();
       received_ = true;
-      if (outcome == Outcome::kDecided) return Reply(status);
-      if (!calls_->Scan(*request_, &status)) return Reply(status);
+      if (outcome == Outcome::kDecided) return Answer(status);
+      if (!calls_->Scan(*request_, &status)) return Answer(status);
     }
-    if (calls_->Publish(may_wait, *request_, &status) == Outcome::kWait) return Park();
-    Reply(status);
+    if (calls_->Publish(may_wait, *request_, &status) == Outcome::kWait) return Wait();
+    Answer(status);
   }
 
-  // Frees this completion-queue thread; the call comes back (kWaiting) when the alarm fires.
-  void Park() {
-    state_ = State::kWaiting;
+  // Frees this completion-queue thread; the call comes back (OnWake) when the alarm fires.
+  void Wait() {
     const absl::Time wake = std::min(deadline_, absl::Now() + pause_);
     pause_ = std::min(pause_ * 2, kMaxRetryPause);
-    alarm_ = std::make_unique<grpc::Alarm>();
-    alarm_->Set(calls_->cq_.get(), absl::ToChronoTime(wake), this);
+    Park(wake);
   }
 
-  void Reply(const grpc::Status& status) {
+  void Answer(const grpc::Status& status) {
     const auto code = static_cast<absl::StatusCode>(status.error_code());
     const size_t events = request_->scanned().events.size();
     const size_t accepted = request_->reply().accepted_count();
@@ -177,28 +145,17 @@ class PublishCalls::Call final {
     metrics.InputRecords(
         "producer", resend ? metrics::RecordOutcome::kRetry : metrics::RecordOutcome::kRejected,
         events - accepted);
-    state_ = State::kFinishing;
-    if (!status.ok()) return stream_.Finish(status, this);
-    stream_.WriteAndFinish(Serialized(request_->reply()), grpc::WriteOptions(), status, this);
-  }
-
-  void Refuse(const grpc::Status& status) {
-    new Call(calls_);
-    state_ = State::kFinishing;
-    stream_.Finish(status, this);
+    if (!status.ok()) return Fail(status);
+    Reply(request_->reply());
   }
 
   PublishCalls* const calls_;
   Request* const request_;
-  grpc::GenericServerContext context_;
-  grpc::GenericServerAsyncReaderWriter stream_;
   grpc::ByteBuffer bytes_;  // the request as received; empty once copied
-  State state_ = State::kArriving;
-  bool received_ = false;  // the request was copied or refused, and the next call posted
+  bool received_ = false;   // the request was copied or refused, and the next call posted
   absl::Time start_;
   absl::Time deadline_;
   absl::Duration pause_ = kFirstRetryPause;
-  std::unique_ptr<grpc::Alarm> alarm_;  // set while parked; a new one for every wait
 };
 
 PublishCalls::PublishCalls(queue::Queue* queue, runtime::MemoryBudget* budget, std::string uuid,
@@ -208,36 +165,24 @@ PublishCalls::PublishCalls(queue::Queue* queue, runtime::MemoryBudget* budget, s
       budget_(budget),
       uuid_(std::move(uuid)),
       limits_(limits),
-      waiting_calls_(PostedCalls(max_receive_memory, limits.max_message_size)),
-      producer_(queue->NewProducer(std::move(on_ack))) {}
+      producer_(queue->NewProducer(std::move(on_ack))),
+      calls_("PublishEvents", PostedCalls(max_receive_memory, limits.max_message_size), Served,
+             [this] { return new Call(this); }) {}
 
 void PublishCalls::StopAccepting() {
   accepting_.store(false);
   producer_->Cancel();
 }
 
-void PublishCalls::RegisterWith(grpc::ServerBuilder* builder) {
-  builder->RegisterAsyncGenericService(&generic_);
-  cq_ = builder->AddCompletionQueue();
-}
+void PublishCalls::RegisterWith(grpc::ServerBuilder* builder) { calls_.RegisterWith(builder); }
 
-void PublishCalls::Start() {
-  // Calls waiting for a thread are matched with these; each posts another once its request is
-  // copied (or refused).
-  for (int i = 0; i < waiting_calls_; ++i) new Call(this);
-}
+void PublishCalls::Start() { calls_.Start(); }
 
-void PublishCalls::Serve(const runtime::WorkerPool::Worker& worker) {
-  ServeCalls<Call>(cq_.get(), worker);
-}
+void PublishCalls::Serve(const runtime::WorkerPool::Worker& worker) { calls_.Serve(worker); }
 
-void PublishCalls::Shutdown() {
-  if (cq_ != nullptr) cq_->Shutdown();
-}
+void PublishCalls::Shutdown() { calls_.Shutdown(); }
 
-void PublishCalls::Finish() {
-  if (cq_ != nullptr) FinishCalls<Call>(cq_.get());
-}
+void PublishCalls::Finish() { calls_.Finish(); }
 
 PublishCalls::Outcome PublishCalls::Receive(const grpc::ByteBuffer& bytes, bool may_wait,
                                             Request& request, grpc::Status* status) {

@@ -44,12 +44,12 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server_builder.h"
 #include "queue/queue.h"
 #include "runtime/memory_budget.h"
 #include "runtime/worker_pool.h"
 #include "shipper/input/producer/request_validation.h"
+#include "shipper/server/async_calls.h"
 
 namespace shipper {
 
@@ -72,9 +72,11 @@ class PublishCalls {
   void Serve(const runtime::WorkerPool::Worker& worker);
   // Refuses publishes from now on (UNAVAILABLE).
   void StopAccepting();
-  // Shuts the completion queue down. REQUIRES: the server has shut down.
+  // Posts no more calls, waits until every call answered or was cancelled (parked calls answer
+  // at their next try), then shuts the completion queue down (AsyncCalls::Shutdown).
+  // REQUIRES: the server has shut down, and Serve() still runs.
   void Shutdown();
-  // After Shutdown() and once no Serve() runs: ends what is left in the completion queue.
+  // After Shutdown() and once no Serve() runs: empties the completion queue.
   void Finish();
 
  private:
@@ -105,12 +107,11 @@ class PublishCalls {
   runtime::MemoryBudget* const budget_;
   const std::string uuid_;
   const RequestLimits limits_;
-  const int waiting_calls_;  // calls posted to gRPC ahead of time
   const std::unique_ptr<queue::Producer> producer_;
-  grpc::AsyncGenericService generic_;
-  std::unique_ptr<grpc::ServerCompletionQueue> cq_;  // set once by RegisterWith
 
   std::atomic<bool> accepting_{true};
+  // Last: its calls use the members above until Shutdown() ended them.
+  AsyncCalls calls_;
 };
 
 }  // namespace shipper

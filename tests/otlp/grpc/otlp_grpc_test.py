@@ -89,6 +89,13 @@ class OtlpShipper(Shipper):
         m = re.search(rf"^{re.escape(name)} (\S+)$", page, re.M)
         return float(m.group(1)) if m else None
 
+    def labelled_metric(self, name, labels):
+        """The value of metric `name` with `labels` (as the page spells them) now, or 0."""
+        url = re.search(r"metrics on (http://\S+/metrics)", self.text()).group(1)
+        page = urllib.request.urlopen(url, timeout=10).read().decode()
+        m = re.search(rf"^{re.escape(name)}{{{re.escape(labels)}}} (\S+)$", page, re.M)
+        return float(m.group(1)) if m else 0
+
     def stop(self):
         self.channel.close()
         return super().stop()
@@ -126,6 +133,36 @@ def request(records, first=0, body=lambda i: f"record {i}", attrs=None):
             else:
                 a.value.string_value = value
     return req.SerializeToString()
+
+
+def kvlist_request(records, entries):
+    """An ExportLogsServiceRequest whose records' bodies are kvlists of `entries` small
+    entries each: slow to convert for its size."""
+    ls, _ = stubs()
+    req = ls.ExportLogsServiceRequest()
+    sl = req.resource_logs.add().scope_logs.add()
+    for _ in range(records):
+        body = sl.log_records.add().body.kvlist_value
+        for j in range(entries):
+            kv = body.values.add()
+            kv.key, kv.value.int_value = f"{j:x}", 1
+    return req.SerializeToString()
+
+
+def serving_cpu_seconds(pid, name):
+    """The CPU time the threads of `pid` whose name starts with `name` have spent, in seconds."""
+    ticks = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm") as f:
+                if not f.read().startswith(name):
+                    continue
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread ended
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def retry_delay(error):
@@ -300,9 +337,15 @@ class OtlpGrpcTest(unittest.TestCase):
                               "-E", "shipper.otlp.max_message_size=1MiB")
         ls, _ = stubs()
         cases = []
+        # Past max_message_size and its compression allowance, gRPC refuses the message as it
+        # receives it; within the allowance, our own check names the key.
         with self.assertRaises(grpc.RpcError) as e:
             shipper.export(request(1, body=lambda i: "y" * (2 << 20)), timeout=10)
         cases.append(("oversized", e.exception, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                      "larger than max"))
+        with self.assertRaises(grpc.RpcError) as e:
+            shipper.export(request(1, body=lambda i: "y" * ((1 << 20) + 100)), timeout=10)
+        cases.append(("just over", e.exception, grpc.StatusCode.RESOURCE_EXHAUSTED,
                       "shipper.otlp.max_message_size"))
         with self.assertRaises(grpc.RpcError) as e:
             shipper.export(b"\x0a\x10\x12\x05", timeout=10)
@@ -392,6 +435,40 @@ class OtlpGrpcTest(unittest.TestCase):
         # RESOURCE_EXHAUSTED (RST_STREAM ENHANCE_YOUR_CALM): README "Backpressure" says so.
         self.assertEqual({d for d in exhausted if "RST_STREAM" not in d}, set(), exhausted)
         self.assertEqual(shipper.stop(), 0, shipper.text())
+
+    def test_sigterm_during_a_long_conversion_exits_0(self):
+        """SIGTERM while an export of about 100 MiB is converted, which takes longer than the
+        server's one second of grace: the conversion finishes, its sender gets an answer (or
+        its call was cancelled), and the process exits 0 rather than finishing a call on a
+        shut-down completion queue."""
+        shipper = OtlpShipper(self.tmp, "-E", "shipper.queue.mem.bytes=1GiB",
+                              "-E", "shipper.server.max_receive_memory=256MiB",
+                              "-E", "shipper.otlp.max_message_size=128MiB",
+                              "-E", "shipper.otlp.ack=queued")
+        payload = kvlist_request(records=16, entries=600000)
+        answers = []
+
+        def export():
+            try:
+                shipper.export(payload, timeout=300)
+                answers.append(grpc.StatusCode.OK)
+            except grpc.RpcError as e:
+                answers.append(e.code())
+
+        sender = threading.Thread(target=export)
+        sender.start()
+        # The request's flattened copy is charged just before it is converted (about 4 s of
+        # CPU); half a second of CPU later the conversion runs.
+        wait_for(lambda: shipper.labelled_metric("shipper_memory_budget_in_use_bytes",
+                                                 'part="requests"') >= len(payload),
+                 "the request to be copied", timeout=120)
+        copied = serving_cpu_seconds(shipper.proc.pid, "otlp-grpc")
+        wait_for(lambda: serving_cpu_seconds(shipper.proc.pid, "otlp-grpc") >= copied + 0.5,
+                 "the conversion to run", timeout=60)
+        shipper.proc.send_signal(signal.SIGTERM)
+        sender.join(timeout=300)
+        self.assertEqual(len(answers), 1, answers)
+        self.assertEqual(shipper.exited(timeout=300), 0, shipper.text()[-3000:])
 
     def test_sigterm_answers_waiting_exports_as_they_persist_or_at_the_timeout(self):
         port = free_port()
