@@ -7,8 +7,13 @@ tests/peers/python/requirements.txt (SHIPPER_OTEL_PYTHON) and exports 50,000 num
 through each exporter (the SDK's own serialization and retries) into one Shipper with the file
 output and ack: persisted. Its records are the JS SDK test's, so the JS SDK test's expectation
 (tests/otlp/sdk_test.py) says what each must become: every record in the output once, mapped.
+
+Two more runs configure the exporter with nothing but docs/otlp.md's OTEL_EXPORTER_OTLP_LOGS_*
+variables, read from its "The SDKs" snippet: as written (gRPC), and with the snippet's HTTP
+endpoint line and http/protobuf. Only the address is the test's own.
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -20,7 +25,24 @@ from peer_harness import peer  # noqa: E402
 from sdk_test import expected  # noqa: E402  (the mapping of export_logs.js's records)
 
 RECORDS = 50_000
+ENV_RECORDS = 5_000  # the documented variables' runs: configuration, not volume
 SCRIPT = "tests/peers/python/export_logs.py"
+
+
+def documented_environment(shipper, protocol):
+    """docs/otlp.md's OTEL_* exports, with Shipper's addresses; for http/protobuf the snippet's
+    commented HTTP endpoint replaces its gRPC one."""
+    with open("docs/otlp.md") as f:
+        section = f.read().split("## The SDKs", 1)[1]
+    snippet = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    env = {}
+    for commented, key, value in re.findall(r"^(# )?export (OTEL_\w+)=(\S+)", snippet, re.M):
+        http_endpoint = commented and key == "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"
+        if (not commented and key not in env) or (http_endpoint and protocol != "grpc"):
+            env[key] = (value.replace("127.0.0.1:4317", shipper.grpc_address)
+                        .replace("127.0.0.1:4318", shipper.http_address))
+    env["OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"] = protocol
+    return env
 
 
 class PythonSdkTest(unittest.TestCase):
@@ -28,14 +50,21 @@ class PythonSdkTest(unittest.TestCase):
         python = peer("SHIPPER_OTEL_PYTHON", "the OpenTelemetry Python SDK")
         tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         shipper = OtlpShipper(tmp, os.path.join(tmp, "out"))
-        runs = {"python-grpc": ("grpc", f"http://{shipper.grpc_address}"),
-                "python-http": ("http", f"http://{shipper.http_address}/v1/logs")}
+        runs = {
+            "python-grpc": (["--exporter=grpc", f"--endpoint=http://{shipper.grpc_address}"],
+                            {}, RECORDS),
+            "python-http": (["--exporter=http",
+                             f"--endpoint=http://{shipper.http_address}/v1/logs"], {}, RECORDS),
+            "python-env-grpc": (["--exporter=env"], documented_environment(shipper, "grpc"),
+                                ENV_RECORDS),
+            "python-env-http": (["--exporter=env"],
+                                documented_environment(shipper, "http/protobuf"), ENV_RECORDS),
+        }
         try:
-            for run, (exporter, endpoint) in runs.items():
+            for run, (args, env, records) in runs.items():
                 p = subprocess.run(
-                    [python, SCRIPT, f"--exporter={exporter}", f"--endpoint={endpoint}",
-                     f"--records={RECORDS}", f"--run={run}"],
-                    capture_output=True, text=True, timeout=300)
+                    [python, SCRIPT, *args, f"--records={records}", f"--run={run}"],
+                    env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
                 self.assertEqual(p.returncode, 0, f"{run}: {p.stdout} {p.stderr[-3000:]}\n"
                                  + shipper.text()[-3000:])
                 print(run, p.stdout.strip(), flush=True)
@@ -53,8 +82,8 @@ class PythonSdkTest(unittest.TestCase):
                              ("shipper-sdk-test", "python"))
             if doc != expected(run, i):
                 self.assertEqual(doc, expected(run, i), f"{run} record {i}")
-        for run in runs:
-            self.assertEqual(len(seen[run]), RECORDS, f"{run}: records missing")
+        for run, (_, _, records) in runs.items():
+            self.assertEqual(len(seen[run]), records, f"{run}: records missing")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,12 @@ installs from tests/peers/python/requirements.txt (SHIPPER_OTEL_PYTHON).
 
   python3 export_logs.py --exporter=grpc|http --endpoint=http://127.0.0.1:4317 \
       [--records=20000] [--batch=512] [--run=NAME]
+  python3 export_logs.py --exporter=env [...]
+
+--exporter=env configures the exporter as an application does with the OTEL_EXPORTER_OTLP_LOGS_*
+variables alone: OTEL_EXPORTER_OTLP_LOGS_PROTOCOL picks it (grpc, or http/protobuf, as the SDK's
+own configurator does), which then reads its endpoint, timeout and compression from the
+environment.
 
 The records are those of tests/otlp/js/export_logs.js, record for record (its header says what
 record i carries), so that one expectation (tests/otlp/sdk_test.py's) checks both SDKs.
@@ -60,6 +66,13 @@ class CountingProcessor(LogRecordProcessor):
 
 
 def exporter_for(name, endpoint):
+    if name == "env":
+        import os
+        if os.environ["OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"] == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+        else:
+            from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+        return OTLPLogExporter()
     if name == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
         return OTLPLogExporter(endpoint=endpoint, insecure=True, timeout=30)
@@ -69,8 +82,8 @@ def exporter_for(name, endpoint):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--exporter", choices=("grpc", "http"), required=True)
-    ap.add_argument("--endpoint", required=True)
+    ap.add_argument("--exporter", choices=("grpc", "http", "env"), required=True)
+    ap.add_argument("--endpoint")
     ap.add_argument("--records", type=int, default=20000)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--run", default="sdk")
