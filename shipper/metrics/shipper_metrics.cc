@@ -237,6 +237,7 @@ void ShipperMetrics::InputRecords(absl::string_view input, RecordOutcome outcome
   if (count == 0) return;
   const absl::string_view label = outcome == RecordOutcome::kAccepted ? "accepted"
                                   : outcome == RecordOutcome::kRetry  ? "retry"
+                                  : outcome == RecordOutcome::kJoined ? "joined"
                                                                       : "rejected";
   input_records_.Get(FormatLabels({{"input", input}, {"outcome", label}})).Add(count);
 }
@@ -320,7 +321,9 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
   });
   c.Add("shipper_input_records_total",
         "Records (events) of requests to each input, by outcome: accepted (queued), retry (not "
-        "taken for now; the client resends them), rejected (never taken: invalid, too large).",
+        "taken for now; the client resends them), rejected (never taken: invalid, too large), "
+        "joined (an OTLP retry answered with its export waiting to persist, or persisted "
+        "within shipper.otlp.retry_window: not queued again).",
         Type::kCounter);
   m.input_records_.ForEach([&](const std::string& labels, const Counter& counter) {
     c.Sample(counter.value(), labels);

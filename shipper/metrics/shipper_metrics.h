@@ -72,6 +72,8 @@ enum class RecordOutcome {
   kAccepted,  // queued
   kRetry,     // not taken for now: the client resends them (full, shutting down, rewind)
   kRejected,  // never taken: invalid, too large, partial_success
+  kJoined,    // a retry of records still waiting to persist, or persisted just before: not queued
+              // again (OTLP with ack: persisted)
 };
 
 class ShipperMetrics {

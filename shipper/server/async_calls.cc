@@ -152,7 +152,8 @@ void AsyncCalls::Shutdown() {
   // The server's shutdown cancelled every open call, so each pending operation completes; a
   // call still converting or parked answers on its own. Log while it takes long, so that a call
   // that never ends is seen.
-  const absl::Condition ended(+[](int* live) { return *live == 0; }, &live_);
+  const absl::Condition ended(
+      +[](int* live) { return *live == 0; }, &live_);
   while (!mu_.AwaitWithTimeout(ended, absl::Seconds(5))) {
     LOG(WARNING) << name_ << ": waiting for " << live_ << " call(s) to end before stopping";
   }

@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -22,6 +27,24 @@ using metrics::RecordOutcome;
 // bounded before the budget is charged, and the Collector's exporter sends 8192 at most by
 // default.
 constexpr size_t kMaxRecordsPerExport = 65536;
+
+// Exports remembered as persisted for shipper.otlp.retry_window, at most: about 100 bytes each.
+constexpr size_t kMaxRemembered = 16384;
+
+// A request's bytes by a 128-bit hash: two 64-bit hashes keyed with numbers drawn at start, so
+// that no sender can make its request collide with another's on purpose.
+struct RequestHash {
+  uint64_t first = 0;
+  uint64_t second = 0;
+
+  bool operator==(const RequestHash& other) const {
+    return first == other.first && second == other.second;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const RequestHash& hash) {
+    return H::combine(std::move(h), hash.first, hash.second);
+  }
+};
 
 absl::string_view InputLabel(OtlpTransport transport) {
   return transport == OtlpTransport::kGrpc ? "otlp_grpc" : "otlp_http";
@@ -61,10 +84,22 @@ constexpr absl::string_view kDrained =
 
 class OtlpExports::Impl {
  public:
-  Impl(OtlpExports* exports, queue::Queue* queue)
-      : exports_(exports), producer_(queue->NewProducer([this](uint64_t, uint64_t persisted_index) {
-          Persisted(persisted_index);
-        })) {}
+  Impl(OtlpExports* exports, queue::Queue* queue, absl::Duration retry_window)
+      : exports_(exports),
+        retry_window_(retry_window),
+        producer_(queue->NewProducer(
+            [this](uint64_t, uint64_t persisted_index) { Persisted(persisted_index); })) {
+    absl::BitGen random;
+    keys_[0] = absl::Uniform<uint64_t>(random);
+    keys_[1] = absl::Uniform<uint64_t>(random);
+  }
+
+  // A request (or a sender's retry of it) answered with an export waiting to persist.
+  struct Joined {
+    OtlpTransport transport;
+    absl::Time arrival;
+    Done done;
+  };
 
   // An export whose records are queued, waiting for them to be persisted.
   struct Waiting {
@@ -72,20 +107,60 @@ class OtlpExports::Impl {
     absl::Time arrival;
     ExportOutcome outcome;  // OK, with what was rejected
     Done done;
+    RequestHash hash;
+    size_t records = 0;          // taken into the queue
+    std::vector<Joined> joined;  // identical requests that came while it waited
   };
 
   queue::Producer* producer() { return producer_.get(); }
+
+  RequestHash Hash(absl::string_view request) const {
+    using Keyed = std::pair<uint64_t, absl::string_view>;
+    return RequestHash{absl::Hash<Keyed>()(Keyed(keys_[0], request)),
+                       absl::Hash<Keyed>()(Keyed(keys_[1], request))};
+  }
+
+  // A sender's retry: when an export with the same request waits to persist, `done` is answered
+  // with it; when one persisted within retry_window, OK now (as it was answered then). True if
+  // so; false when the request is new (and `done` untouched).
+  bool Join(const RequestHash& hash, OtlpTransport transport, absl::Time arrival, Done& done) {
+    std::optional<ExportOutcome> persisted_outcome;  // set when it persisted already
+    size_t records = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (drained_) return false;
+      if (auto it = waiting_by_hash_.find(hash); it != waiting_by_hash_.end()) {
+        Waiting& waiting = it->second->second;
+        waiting.joined.push_back(Joined{transport, arrival, std::move(done)});
+        records = waiting.records;
+      } else {
+        ForgetLocked(absl::Now());
+        auto persisted = persisted_by_hash_.find(hash);
+        if (persisted == persisted_by_hash_.end()) return false;
+        persisted_outcome = persisted->second.outcome;
+        records = persisted->second.records;
+      }
+    }
+    metrics::ShipperMetrics::Get().InputRecords(InputLabel(transport), RecordOutcome::kJoined,
+                                                records);
+    if (persisted_outcome) exports_->Finish(transport, arrival, *persisted_outcome, done);
+    return true;
+  }
 
   // Answers `waiting` once the queue persisted up to `last_index`: now if it did already.
   void Wait(uint64_t last_index, Waiting waiting) {
     {
       absl::MutexLock lock(&mu_);
       if (last_index > persisted_ && !drained_) {
-        waiting_.emplace(last_index, std::move(waiting));
+        const RequestHash hash = waiting.hash;
+        auto it = waiting_.emplace(last_index, std::move(waiting));
+        waiting_by_hash_.emplace(hash, it);  // the first of identical ones, if several
         return;
       }
       if (last_index > persisted_) {
         waiting.outcome = exports_->Outcome(absl::UnavailableError(kDrained));
+      } else {
+        RememberLocked(waiting, absl::Now());
       }
     }
     exports_->Finish(waiting.transport, waiting.arrival, waiting.outcome, waiting.done);
@@ -98,10 +173,12 @@ class OtlpExports::Impl {
       absl::MutexLock lock(&mu_);
       drained_ = true;
       left.swap(waiting_);
+      waiting_by_hash_.clear();
     }
     const ExportOutcome outcome = exports_->Outcome(absl::UnavailableError(kDrained));
     for (auto& [index, waiting] : left) {
-      exports_->Finish(waiting.transport, waiting.arrival, outcome, waiting.done);
+      waiting.outcome = outcome;
+      Answer(waiting);
     }
   }
 
@@ -112,6 +189,12 @@ class OtlpExports::Impl {
   bool accepting() const { return accepting_.load(std::memory_order_relaxed); }
 
  private:
+  // An export answered persisted, remembered for retry_window_.
+  struct Remembered {
+    ExportOutcome outcome;
+    size_t records;
+  };
+
   // The queue's ACK callback: answers every export whose records are all persisted now.
   void Persisted(uint64_t persisted_index) {
     std::vector<Waiting> ready;
@@ -119,13 +202,52 @@ class OtlpExports::Impl {
       absl::MutexLock lock(&mu_);
       persisted_ = std::max(persisted_, persisted_index);
       auto end = waiting_.upper_bound(persisted_);
-      for (auto it = waiting_.begin(); it != end; ++it) ready.push_back(std::move(it->second));
+      const absl::Time now = absl::Now();
+      for (auto it = waiting_.begin(); it != end; ++it) {
+        auto by_hash = waiting_by_hash_.find(it->second.hash);
+        if (by_hash != waiting_by_hash_.end() && by_hash->second == it) {
+          waiting_by_hash_.erase(by_hash);
+        }
+        RememberLocked(it->second, now);
+        ready.push_back(std::move(it->second));
+      }
       waiting_.erase(waiting_.begin(), end);
     }
-    for (Waiting& w : ready) exports_->Finish(w.transport, w.arrival, w.outcome, w.done);
+    for (Waiting& w : ready) Answer(w);
+  }
+
+  // `waiting`'s outcome to it and to every request that joined it.
+  void Answer(Waiting& waiting) {
+    exports_->Finish(waiting.transport, waiting.arrival, waiting.outcome, waiting.done);
+    for (Joined& joined : waiting.joined) {
+      exports_->Finish(joined.transport, joined.arrival, waiting.outcome, joined.done);
+    }
+  }
+
+  void RememberLocked(const Waiting& waiting, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (retry_window_ <= absl::ZeroDuration()) return;
+    ForgetLocked(now);
+    if (remembered_.size() >= kMaxRemembered) {
+      persisted_by_hash_.erase(remembered_.front().second);
+      remembered_.pop_front();
+    }
+    if (persisted_by_hash_.try_emplace(waiting.hash, Remembered{waiting.outcome, waiting.records})
+            .second) {
+      remembered_.emplace_back(now, waiting.hash);
+    }
+  }
+
+  // Forgets what persisted longer than retry_window_ ago.
+  void ForgetLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (!remembered_.empty() && remembered_.front().first + retry_window_ < now) {
+      persisted_by_hash_.erase(remembered_.front().second);
+      remembered_.pop_front();
+    }
   }
 
   OtlpExports* const exports_;
+  const absl::Duration retry_window_;
+  uint64_t keys_[2];  // constant after construction
   std::atomic<bool> accepting_{true};
 
   absl::Mutex mu_;
@@ -133,6 +255,12 @@ class OtlpExports::Impl {
   bool drained_ ABSL_GUARDED_BY(mu_) = false;
   // By the index of each export's last record.
   std::multimap<uint64_t, Waiting> waiting_ ABSL_GUARDED_BY(mu_);
+  // The first of waiting_'s exports with each request.
+  absl::flat_hash_map<RequestHash, std::multimap<uint64_t, Waiting>::iterator> waiting_by_hash_
+      ABSL_GUARDED_BY(mu_);
+  // Persisted within retry_window_, oldest first, at most kMaxRemembered.
+  std::deque<std::pair<absl::Time, RequestHash>> remembered_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<RequestHash, Remembered> persisted_by_hash_ ABSL_GUARDED_BY(mu_);
 
   // Last: destroyed first, so that its callback never runs into the members above once gone.
   const std::unique_ptr<queue::Producer> producer_;
@@ -140,7 +268,9 @@ class OtlpExports::Impl {
 
 OtlpExports::OtlpExports(queue::Queue* queue, runtime::MemoryBudget* budget,
                          const OtlpSettings& settings)
-    : budget_(budget), settings_(settings), impl_(std::make_unique<Impl>(this, queue)) {}
+    : budget_(budget),
+      settings_(settings),
+      impl_(std::make_unique<Impl>(this, queue, settings.retry_window)) {}
 
 OtlpExports::~OtlpExports() { impl_->Drain(); }
 
@@ -153,6 +283,12 @@ void OtlpExports::Export(OtlpTransport transport, absl::string_view request, abs
   }
   if (request.size() > settings_.max_message_size) {
     return done(TooLarge(transport, request.size(), arrival));
+  }
+  // With ack: persisted, a sender's retry of an export (after its deadline) joins the export.
+  RequestHash hash;
+  if (settings_.ack == OtlpAck::kPersisted) {
+    hash = impl_->Hash(request);
+    if (impl_->Join(hash, transport, arrival, done)) return;
   }
   // A record the budget (shipper.queue.mem.bytes) could never hold is rejected with the others
   // that are too large, rather than make the whole export fail for ever.
@@ -171,15 +307,23 @@ void OtlpExports::Export(OtlpTransport transport, absl::string_view request, abs
         conversion.rejected(), " log record(s) too large to be taken, the largest ",
         conversion.largest_rejected(), " bytes once converted (at most ", max_record_bytes,
         " bytes: shipper.otlp.max_message_size, shipper.queue.mem.bytes)");
-    metrics.InputRecords(input, RecordOutcome::kRejected, conversion.rejected());
   }
+  // The records too large to be taken are counted once the export is decided for good, not
+  // again at each retry of it.
+  const auto count_rejected = [&] {
+    metrics.InputRecords(input, RecordOutcome::kRejected, conversion.rejected());
+  };
   const size_t n = conversion.records();
-  if (n == 0) return Finish(transport, arrival, ok, done);
+  if (n == 0) {
+    count_rejected();
+    return Finish(transport, arrival, ok, done);
+  }
 
   // Decides an export none of whose records were taken.
   const auto refuse = [&](absl::Status status) {
-    metrics.InputRecords(
-        input, absl::IsUnavailable(status) ? RecordOutcome::kRetry : RecordOutcome::kRejected, n);
+    const bool retry = absl::IsUnavailable(status);
+    metrics.InputRecords(input, retry ? RecordOutcome::kRetry : RecordOutcome::kRejected, n);
+    if (!retry) count_rejected();
     Finish(transport, arrival, Outcome(std::move(status)), done);
   };
   const size_t bytes = conversion.bytes();
@@ -214,9 +358,10 @@ void OtlpExports::Export(OtlpTransport transport, absl::string_view request, abs
   }
   if (!published.status.ok()) return refuse(absl::UnavailableError(kShuttingDown));
   metrics.InputRecords(input, RecordOutcome::kAccepted, n);
+  count_rejected();
   if (settings_.ack == OtlpAck::kQueued) return Finish(transport, arrival, ok, done);
   impl_->Wait(published.last_index,
-              Impl::Waiting{transport, arrival, std::move(ok), std::move(done)});
+              Impl::Waiting{transport, arrival, std::move(ok), std::move(done), hash, n, {}});
 }
 
 ExportOutcome OtlpExports::Refused(OtlpTransport transport, absl::Status status,

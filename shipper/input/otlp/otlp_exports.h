@@ -2,6 +2,10 @@
 // LogsService/Export, HTTP's POST /v1/logs): the one contract both transports call.
 //
 // Export() takes the protobuf bytes of one ExportLogsServiceRequest (decompressed already) and:
+//   0. with ack: persisted, joins a retry to its export: a request identical (by a 128-bit keyed
+//      hash of its bytes) to an export still waiting to persist is answered with it, one
+//      identical to an export persisted within shipper.otlp.retry_window (at most 16,384
+//      remembered) is answered OK now; neither is queued again (records counted as joined);
 //   1. converts every LogRecord into one queued event, in the queued form the Producer API's
 //      events have (canonical wire bytes of elastic.agent.shipper.v1.messages.Event,
 //      shipper/event/wire_event.h; the mapping is otlp_conversion.h), all of them into one

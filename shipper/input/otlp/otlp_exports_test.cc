@@ -107,6 +107,62 @@ TEST_F(OtlpExportsTest, AckPersistedAnswersFromTheAckPathOnceEveryRecordIsPersis
   EXPECT_EQ(a.thread, consumer) << "called back from the consumer's Done()";
 }
 
+TEST_F(OtlpExportsTest, ARetryJoinsItsWaitingExportAndIsAnsweredWithIt) {
+  Start(OtlpAck::kPersisted);
+  Answer first, retry, other;
+  exports_->Export(OtlpTransport::kGrpc, Request(3), absl::Now(), first.Done());
+  // The sender's deadline passed: it sends the same bytes again, over either transport.
+  exports_->Export(OtlpTransport::kHttp, Request(3), absl::Now(), retry.Done());
+  exports_->Export(OtlpTransport::kGrpc, Request(3, 11), absl::Now(), other.Done());
+  EXPECT_FALSE(retry.called.HasBeenNotified()) << "waits with the export it repeats";
+  EXPECT_EQ(queue_->published_index(), 6) << "the retry's records are not queued again";
+  EXPECT_EQ(DeliverAll(), 6);
+  ASSERT_TRUE(first.called.HasBeenNotified());
+  ASSERT_TRUE(retry.called.HasBeenNotified());
+  EXPECT_TRUE(retry.outcome.status.ok()) << retry.outcome.status;
+  EXPECT_TRUE(other.outcome.status.ok()) << other.outcome.status;
+}
+
+TEST_F(OtlpExportsTest, ARetryOfAPersistedExportIsAnsweredOkWithinTheWindow) {
+  settings_.retry_window = absl::Hours(1);
+  Start(OtlpAck::kPersisted);
+  Answer first, late_retry;
+  exports_->Export(OtlpTransport::kGrpc, Request(2), absl::Now(), first.Done());
+  EXPECT_EQ(DeliverAll(), 2);
+  ASSERT_TRUE(first.called.HasBeenNotified());
+  exports_->Export(OtlpTransport::kGrpc, Request(2), absl::Now(), late_retry.Done());
+  ASSERT_TRUE(late_retry.called.HasBeenNotified()) << "answered at once";
+  EXPECT_TRUE(late_retry.outcome.status.ok()) << late_retry.outcome.status;
+  EXPECT_EQ(queue_->published_index(), 2) << "not queued again";
+}
+
+TEST_F(OtlpExportsTest, WithoutAWindowAPersistedExportIsTakenAgain) {
+  settings_.retry_window = absl::ZeroDuration();
+  Start(OtlpAck::kPersisted);
+  Answer first, again;
+  exports_->Export(OtlpTransport::kGrpc, Request(2), absl::Now(), first.Done());
+  EXPECT_EQ(DeliverAll(), 2);
+  exports_->Export(OtlpTransport::kGrpc, Request(2), absl::Now(), again.Done());
+  EXPECT_EQ(queue_->published_index(), 4);
+  EXPECT_EQ(DeliverAll(), 2);
+  EXPECT_TRUE(again.outcome.status.ok()) << again.outcome.status;
+}
+
+TEST_F(OtlpExportsTest, DrainedAnswersAJoinedRetryToo) {
+  Start(OtlpAck::kPersisted);
+  Answer first, retry;
+  exports_->Export(OtlpTransport::kGrpc, Request(1), absl::Now(), first.Done());
+  exports_->Export(OtlpTransport::kGrpc, Request(1), absl::Now(), retry.Done());
+  exports_->StopAccepting();
+  exports_->Drained();
+  ASSERT_TRUE(retry.called.HasBeenNotified());
+  EXPECT_EQ(retry.outcome.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(first.outcome.status.code(), absl::StatusCode::kUnavailable);
+  queue_->Close();
+  queue::Batch rest = queue_->Get(10, absl::Now());
+  rest.Done();
+}
+
 TEST_F(OtlpExportsTest, AFullQueueTakesNothingAndAsksToRetryLater) {
   Start(OtlpAck::kQueued, /*max_events=*/4);
   Answer first, second;
@@ -171,9 +227,9 @@ TEST_F(OtlpExportsTest, ShutdownRefusesNewExportsAndDrainedAnswersTheWaiting) {
   Start(OtlpAck::kPersisted);
   Answer waiting, persisted_in_drain, late;
   exports_->Export(OtlpTransport::kGrpc, Request(1), absl::Now(), persisted_in_drain.Done());
-  exports_->Export(OtlpTransport::kGrpc, Request(1), absl::Now(), waiting.Done());
+  exports_->Export(OtlpTransport::kGrpc, Request(1, 11), absl::Now(), waiting.Done());
   exports_->StopAccepting();
-  exports_->Export(OtlpTransport::kGrpc, Request(1), absl::Now(), late.Done());
+  exports_->Export(OtlpTransport::kGrpc, Request(1, 12), absl::Now(), late.Done());
   EXPECT_EQ(late.outcome.status.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(late.outcome.retry_delay, absl::Milliseconds(1500));
   // During the drain an export whose records persist is answered OK.

@@ -98,6 +98,12 @@ InputType OtlpInputType() {
                   "how long senders are told to wait before retrying an export the queue or the "
                   "memory budget had no room for (gRPC RetryInfo, HTTP Retry-After)",
                   &S::retry_delay),
+      K::Duration("shipper.otlp.retry_window",
+                  "with ack: persisted, how long a persisted export is remembered so that a "
+                  "sender's identical retry is answered OK without being queued again (a retry "
+                  "of an export still waiting to persist always joins its wait); 0s: not "
+                  "remembered",
+                  &S::retry_window),
       K::Size("shipper.otlp.max_message_size",
               "largest export request, in bytes after decompression (larger: RESOURCE_EXHAUSTED, "
               "HTTP 413), and largest record once converted (larger: partial_success)",

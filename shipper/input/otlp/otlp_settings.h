@@ -49,6 +49,10 @@ struct OtlpSettings final : InputSettings {
 
   OtlpAck ack = OtlpAck::kPersisted;              // shipper.otlp.ack
   absl::Duration retry_delay = absl::Seconds(1);  // shipper.otlp.retry_delay
+  // shipper.otlp.retry_window: how long an export persisted with ack: persisted is remembered
+  // (by a hash of its request), so that the sender's retry of it is answered OK without
+  // queueing it again. 0: not remembered (a retry still joins an export waiting to persist).
+  absl::Duration retry_window = absl::Minutes(1);
   // shipper.otlp.max_message_size: the largest request, in bytes after decompression; also the
   // largest record once converted (a larger one is rejected in partial_success).
   size_t max_message_size = 64 << 20;

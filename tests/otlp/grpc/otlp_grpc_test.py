@@ -436,6 +436,36 @@ class OtlpGrpcTest(unittest.TestCase):
         self.assertEqual({d for d in exhausted if "RST_STREAM" not in d}, set(), exhausted)
         self.assertEqual(shipper.stop(), 0, shipper.text())
 
+    def test_a_retry_after_the_deadline_joins_the_waiting_export(self):
+        """ack: persisted with the output down: an export times out at its sender, which sends
+        the same bytes twice more. The retries join the export waiting to persist (counted as
+        joined records) instead of queueing copies; once the output is back the last send is
+        answered OK and the records are delivered once."""
+        port = free_port()
+        shipper = OtlpShipper(self.tmp, "-E", "shipper.output.shipper.enabled=true",
+                              "-E", f"shipper.output.shipper.server=127.0.0.1:{port}",
+                              "-E", "shipper.output.backoff.init=50ms",
+                              "-E", "shipper.output.backoff.max=200ms")
+        body = request(5)
+        for _ in range(2):
+            with self.assertRaises(grpc.RpcError) as e:
+                shipper.export(body, timeout=1)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        joined = ("shipper_input_records_total", 'input="otlp_grpc",outcome="joined"')
+        self.assertEqual(shipper.labelled_metric(*joined), 5)
+        self.assertEqual(shipper.metric("shipper_queue_events"), 5, "no copy queued")
+        aggregator_out = os.path.join(self.tmp, "aggregator")
+        aggregator = Shipper(self.subdir("aggregator-run"),
+                             "-E", f"shipper.server.server=127.0.0.1:{port}",
+                             "-E", f"shipper.output.file.path={aggregator_out}")
+        shipper.export(body, timeout=60)
+        # Answered OK once the records persisted at the aggregator: all of them are written.
+        self.assertEqual(sorted(d["attributes"]["seq"] for d in written(aggregator_out)),
+                         list(range(5)), "delivered once")
+        self.assertEqual(shipper.labelled_metric(*joined), 10)
+        self.assertEqual(shipper.stop(), 0, shipper.text())
+        self.assertEqual(aggregator.stop(), 0, aggregator.text())
+
     def test_sigterm_during_a_long_conversion_exits_0(self):
         """SIGTERM while an export of about 100 MiB is converted, which takes longer than the
         server's one second of grace: the conversion finishes, its sender gets an answer (or
