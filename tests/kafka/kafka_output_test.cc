@@ -23,6 +23,7 @@
 #include "proto/producer.grpc.pb.h"
 #include "rapidjson/document.h"
 #include "shipper/event/event_json.h"
+#include "tests/kafka/delivery_checks.h"
 #include "tests/kafka/mock_cluster.h"
 #include "tests/outputs/producer_client.h"
 #include "tests/testing/shipper_process.h"
@@ -32,21 +33,8 @@ namespace {
 
 constexpr int kPartitions = 6;
 
-std::string TempDir(absl::string_view name) {
-  std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 std::vector<std::string> ShipperArgs(const MockCluster& cluster, const std::string& topic) {
-  return {"-E", "shipper.output.kafka.enabled=true",
-          "-E", absl::StrCat("shipper.output.kafka.hosts=", cluster.bootstraps()),
-          "-E", absl::StrCat("shipper.output.kafka.topic=", topic),
-          "-E", "shipper.output.kafka.timeout=5s",
-          "-E", "shipper.output.backoff.init=50ms",
-          "-E", "shipper.output.backoff.max=500ms",
-          "-E", "shipper.queue.mem.events=16384"};
+  return KafkaShipperArgs(cluster.bootstraps(), topic);
 }
 
 // A 3-broker mock cluster with `topic` (kPartitions partitions, replicated on every broker).
@@ -65,24 +53,6 @@ rapidjson::Document Expected(uint64_t seq, uint64_t index) {
   rapidjson::Document doc;
   doc.Parse(json.GetString(), json.GetSize() - 1);  // without its newline
   return doc;
-}
-
-// How many copies of each test_seq the messages hold; -1 counts what is not a test event.
-std::map<int64_t, int> Copies(const std::vector<KafkaMessage>& messages) {
-  std::map<int64_t, int> copies;
-  for (const KafkaMessage& m : messages) ++copies[TestSeq(m.value)];
-  return copies;
-}
-
-// Fails for every seq in [0, events) without a copy; returns the duplicates.
-int CheckNothingLost(const std::map<int64_t, int>& copies, uint64_t events) {
-  int duplicates = 0;
-  for (uint64_t seq = 0; seq < events; ++seq) {
-    auto it = copies.find(static_cast<int64_t>(seq));
-    EXPECT_TRUE(it != copies.end()) << "event " << seq << " lost";
-    if (it != copies.end()) duplicates += it->second - 1;
-  }
-  return duplicates;
 }
 
 // Ships events [0, count) through a shipper (the usual arguments plus `extra`, each a -E) into
@@ -122,71 +92,6 @@ void ExpectOneDeadLetter(const std::string& path, absl::string_view reason, uint
   EXPECT_TRUE(absl::StrContains(doc["reason"].GetString(), reason)) << lines[0];
   EXPECT_EQ(doc["event"]["test_seq"].GetUint64(), seq);
 }
-
-// The shipper's /metrics page; empty when it does not answer.
-std::string MetricsPage(const ShipperProcess& shipper) {
-  const std::string& address = shipper.metrics_address();
-  httplib::Client http(address.substr(0, address.rfind(':')),
-                       std::stoi(address.substr(address.rfind(':') + 1)));
-  httplib::Result page = http.Get("/metrics");
-  return page ? page->body : "";
-}
-
-// The samples of `metric` on a /metrics page, by their labels.
-std::map<std::string, double> Samples(const std::string& page, absl::string_view metric) {
-  std::map<std::string, double> samples;
-  for (absl::string_view line : absl::StrSplit(page, '\n')) {
-    if (!absl::StartsWith(line, metric)) continue;
-    const size_t space = line.rfind(' ');
-    const absl::string_view labels = line.substr(metric.size(), space - metric.size());
-    if (!labels.empty() && labels[0] != '{') continue;  // another metric, named longer
-    samples[std::string(labels)] = std::stod(std::string(line.substr(space + 1)));
-  }
-  return samples;
-}
-
-// Publishes events [0, count) from one thread while another follows the persisted index (one
-// publisher, one process: the events get indexes 1..count).
-class Stream {
- public:
-  Stream(const ShipperProcess& shipper, uint64_t count) : publisher_(shipper.address()) {
-    publish_ = std::thread([this, count] {
-      EXPECT_EQ(publisher_.Publish(0, count, 200, absl::Now() + absl::Seconds(180)), count);
-    });
-    watch_ = std::thread([this, count, address = shipper.address()] {
-      ProducerClient watcher(address);
-      watcher.AwaitPersisted(count, absl::Now() + absl::Seconds(240), &persisted_);
-    });
-  }
-  ~Stream() { Join(); }
-
-  uint64_t persisted() const { return persisted_; }
-  // Waits until the persisted index reaches `index`, for a minute at most.
-  void AwaitPersisted(uint64_t index) const {
-    const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    while (persisted_ < index && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
-  }
-  // Waits until every event is accepted and the watcher is done.
-  void Join() {
-    if (publish_.joinable()) publish_.join();
-    if (watch_.joinable()) watch_.join();
-  }
-  // Join(), then waits (a minute at most) until every event is persisted.
-  void Finish(const ShipperProcess& shipper) {
-    Join();
-    ProducerClient checker(shipper.address());
-    ASSERT_EQ(checker.AwaitPersisted(publisher_.last_index(), absl::Now() + absl::Seconds(60)),
-              publisher_.last_index())
-        << shipper.Log();
-  }
-  const ProducerClient& publisher() const { return publisher_; }
-
- private:
-  ProducerClient publisher_;
-  std::atomic<uint64_t> persisted_{0};
-  std::thread publish_;
-  std::thread watch_;
-};
 
 TEST(KafkaOutputTest, HundredThousandEventsArriveAsTheFileOutputWritesThem) {
   constexpr uint64_t kEvents = 100000;

@@ -16,16 +16,9 @@
 #include "absl/time/time.h"
 #include "librdkafka/rdkafka.h"
 #include "librdkafka/rdkafka_mock.h"
+#include "tests/kafka/kafka_client.h"
 
 namespace shipper::testing {
-
-// One message as a consumer reads it back.
-struct KafkaMessage {
-  int32_t partition;
-  std::string key;
-  std::string value;
-  std::vector<std::string> headers;  // name:value
-};
 
 class MockCluster {
  public:
@@ -46,9 +39,9 @@ class MockCluster {
   // Every message of `topic` (with `partitions`), from the beginning up to each partition's
   // high watermark as it is now, read by a librdkafka consumer. With `offsets`, from
   // (*offsets)[p] on (missing ones: 0), and (*offsets)[p] is then where the next read starts.
-  // The mock keeps only the last 5 MiB (or 100,000 message sets) of each partition, deleting
-  // the oldest as Kafka's retention would: DATA_LOSS when some that were never read are gone
-  // (then read more often, with `offsets`).
+  // (ConsumeTopic.) The mock keeps only the last 5 MiB (or 100,000 message sets) of each
+  // partition, deleting the oldest as Kafka's retention would: DATA_LOSS when some that were
+  // never read are gone (then read more often, with `offsets`).
   absl::StatusOr<std::vector<KafkaMessage>> Consume(const std::string& topic, int partitions,
                                                     absl::Duration timeout,
                                                     std::vector<int64_t>* offsets = nullptr);
