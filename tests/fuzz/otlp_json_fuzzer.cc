@@ -23,6 +23,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (4 << 20)) return 0;
   const absl::string_view json(reinterpret_cast<const char*>(data), size);
+  // What the server counts and charges before it decodes: where both take the body, it counts
+  // every record and bounds the protobuf the decoding makes.
+  const absl::StatusOr<shipper::otlp::JsonCost> cost =
+      shipper::otlp::JsonDecodingCost(json, /*max_records=*/65536);
   std::string protobuf;
   const absl::Status status = shipper::otlp::JsonToProtobufRequest(json, &protobuf);
   if (!status.ok()) {
@@ -36,5 +40,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   opentelemetry::proto::collector::logs::v1::ExportLogsServiceRequest request;
   if (!request.ParseFromString(protobuf)) abort();
+  if (cost.ok()) {
+    if (protobuf.size() > cost->bytes) abort();
+    size_t records = 0;
+    for (const auto& rl : request.resource_logs()) {
+      for (const auto& sl : rl.scope_logs()) records += sl.log_records_size();
+    }
+    if (records != cost->records) abort();
+  }
   return 0;
 }

@@ -23,11 +23,6 @@ namespace {
 
 using metrics::RecordOutcome;
 
-// More records than this in one export are refused as too large: the records' bookkeeping is
-// bounded before the budget is charged, and the Collector's exporter sends 8192 at most by
-// default.
-constexpr size_t kMaxRecordsPerExport = 65536;
-
 // Exports remembered as persisted for shipper.otlp.retry_window, at most: about 100 bytes each.
 constexpr size_t kMaxRemembered = 16384;
 
@@ -295,8 +290,7 @@ void OtlpExports::Export(OtlpTransport transport, absl::string_view request, abs
   size_t max_record_bytes = settings_.max_message_size;
   if (budget_->capacity() != 0) max_record_bytes = std::min(max_record_bytes, budget_->capacity());
   LogsConversion conversion;
-  if (absl::Status scanned =
-          conversion.Scan(request, arrival, max_record_bytes, kMaxRecordsPerExport);
+  if (absl::Status scanned = conversion.Scan(request, arrival, max_record_bytes, kMaxRecords);
       !scanned.ok()) {
     return Finish(transport, arrival, Outcome(std::move(scanned)), done);
   }

@@ -78,6 +78,11 @@ class OtlpExports {
  public:
   using Done = absl::AnyInvocable<void(const ExportOutcome&)>;
 
+  // More log records than this in one export are refused as too large (RESOURCE_EXHAUSTED): the
+  // records' bookkeeping is bounded before the budget is charged, and the Collector's exporter
+  // sends 8192 at most by default.
+  static constexpr size_t kMaxRecords = 65536;
+
   // `queue` and `budget` must outlive this object.
   OtlpExports(queue::Queue* queue, runtime::MemoryBudget* budget, const OtlpSettings& settings);
   // Answers every export still waiting UNAVAILABLE (as Drained()).
@@ -89,9 +94,11 @@ class OtlpExports {
   // Takes the serialized ExportLogsServiceRequest `request`, which needs to live only until
   // Export() returns, received at `arrival` (the records' timestamp when they carry none, and
   // the start of the reply-time histogram). Calls `done` once, as described above. `charged`:
-  // what the transport charged to budget() for `request` (its flattened or inflated copy), so
-  // that an export whose copy and records together could never fit in the budget is refused as
-  // too large (RESOURCE_EXHAUSTED) rather than asked to retry for ever.
+  // what the transport holds charged to budget() for `request` while Export() runs (its
+  // flattened, inflated or decoded copy), so that an export whose copy and records together
+  // could never fit in the budget is refused as too large (RESOURCE_EXHAUSTED) rather than
+  // asked to retry for ever. For the verdict not to depend on how the request was sent, it is
+  // the copy's own size, never a reservation made while its size was not known.
   void Export(OtlpTransport transport, absl::string_view request, absl::Time arrival, Done done,
               size_t charged = 0);
 

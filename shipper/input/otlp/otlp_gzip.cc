@@ -4,43 +4,102 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace shipper {
 namespace {
 
-// The output grows by this much at a time (or what is left of max_bytes).
+// Gunzip's output grows by this much at a time (or what is left of max_bytes).
 constexpr size_t kStep = 256 << 10;
+// What the inflater writes into at once.
+constexpr size_t kOutputBuffer = 16 << 10;
 
-// What to answer when the budget has no room for the rest: inflates it into a scratch buffer
-// to tell a request that would fit later (UNAVAILABLE) from one too large ever to fit
-// (RESOURCE_EXHAUSTED, a gzip bomb among them), at the cost of the CPU gRPC would have spent.
-absl::Status Measure(z_stream* z, size_t left, absl::string_view limit_key) {
-  unsigned char scratch[16 << 10];
-  size_t more = 0;
-  for (;;) {
-    z->next_out = scratch;
-    z->avail_out = sizeof scratch;
-    const int rc = inflate(z, Z_NO_FLUSH);
-    more += sizeof scratch - z->avail_out;
-    if (more > left) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the request inflates to more than ", limit_key));
-    }
-    if (rc == Z_STREAM_END && z->avail_in == 0) break;
-    if (rc == Z_STREAM_END) {
-      inflateReset(z);
-      continue;
-    }
-    if (rc != Z_OK) {
-      return absl::InvalidArgumentError("the request is not a valid gzip stream");
-    }
-  }
-  return absl::UnavailableError(
-      "the memory budget (shipper.queue.mem.bytes) has no room to inflate the request now");
-}
+z_stream* Z(void* z) { return static_cast<z_stream*>(z); }
 
 }  // namespace
+
+std::optional<ContentCoding> ParseContentEncoding(absl::string_view header) {
+  const std::string coding = absl::AsciiStrToLower(absl::StripAsciiWhitespace(header));
+  if (coding.empty() || coding == "identity") return ContentCoding::kIdentity;
+  if (coding == "gzip" || coding == "x-gzip") return ContentCoding::kGzip;
+  if (coding == "deflate") return ContentCoding::kDeflate;
+  return std::nullopt;
+}
+
+Inflater::Inflater(ContentCoding coding, size_t max_bytes, absl::string_view limit_key)
+    : coding_(coding), max_bytes_(max_bytes), limit_key_(limit_key), z_(new z_stream{}) {}
+
+Inflater::~Inflater() {
+  if (started_) inflateEnd(Z(z_));
+  delete Z(z_);
+}
+
+absl::Status Inflater::Init(int window_bits) {
+  if (inflateInit2(Z(z_), window_bits) != Z_OK) return absl::InternalError("inflateInit2 failed");
+  started_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Inflater::Feed(absl::string_view compressed, Sink sink) {
+  if (compressed.empty()) return absl::OkStatus();
+  z_stream* z = Z(z_);
+  if (!started_) {
+    int bits = 16 + MAX_WBITS;  // gzip only
+    if (coding_ == ContentCoding::kDeflate) {
+      // zlib's header: compression method 8, a window of at most 32 KiB. Else raw deflate.
+      const auto first = static_cast<unsigned char>(compressed[0]);
+      bits = (first & 0x0f) == 8 && (first >> 4) <= 7 ? MAX_WBITS : -MAX_WBITS;
+    }
+    if (absl::Status s = Init(bits); !s.ok()) return s;
+  }
+  z->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  z->avail_in = static_cast<uInt>(compressed.size());
+  unsigned char out[kOutputBuffer];
+  for (;;) {
+    if (ended_) {
+      if (z->avail_in == 0) break;
+      if (coding_ != ContentCoding::kGzip) {
+        return absl::InvalidArgumentError("data follows the end of the deflate stream");
+      }
+      inflateReset(z);  // another gzip member follows
+      ended_ = false;
+    }
+    z->next_out = out;
+    z->avail_out = sizeof out;
+    const int rc = inflate(z, Z_NO_FLUSH);
+    const size_t produced = sizeof out - z->avail_out;
+    if (produced > 0) {
+      inflated_ += produced;
+      if (inflated_ > max_bytes_) {
+        return absl::ResourceExhaustedError(absl::StrCat("the request inflates to more than ",
+                                                         limit_key_, " (", max_bytes_, " bytes)"));
+      }
+      if (!sink(reinterpret_cast<const char*>(out), produced)) {
+        return absl::CancelledError("the sink took no more");
+      }
+    }
+    if (rc == Z_STREAM_END) {
+      ended_ = true;
+      continue;
+    }
+    if (rc == Z_BUF_ERROR && produced == 0) break;  // wants more input
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the request is not a valid ", coding_ == ContentCoding::kGzip ? "gzip" : "deflate",
+          " stream: ", z->msg != nullptr ? z->msg : "damaged"));
+    }
+    if (z->avail_in == 0 && z->avail_out != 0) break;  // all input taken, all output out
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Inflater::Finish() {
+  if (ended_) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("the request is not a valid ",
+                   coding_ == ContentCoding::kGzip ? "gzip" : "deflate", " stream: it ends early"));
+}
 
 bool LooksLikeGzip(absl::string_view bytes) {
   return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
@@ -49,64 +108,33 @@ bool LooksLikeGzip(absl::string_view bytes) {
 
 absl::Status Gunzip(absl::string_view compressed, size_t max_bytes, absl::string_view limit_key,
                     absl::FunctionRef<bool(size_t)> charge, std::string* out) {
-  z_stream z{};
-  // 16 + MAX_WBITS: gzip only, never zlib's or raw deflate.
-  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return absl::InternalError("inflateInit2 failed");
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  z.avail_in = static_cast<uInt>(compressed.size());
+  Inflater inflater(ContentCoding::kGzip, max_bytes, limit_key);
   const size_t start = out->size();
-  absl::Status status;
-  for (;;) {
-    if (z.avail_out == 0) {
-      const size_t inflated = out->size() - start;
-      if (inflated >= max_bytes) {
-        // Full: one more byte would be one too many.
-        unsigned char probe;
-        z.next_out = &probe;
-        z.avail_out = 1;
-        const int rc = inflate(&z, Z_NO_FLUSH);
-        if ((rc == Z_STREAM_END || rc == Z_OK || rc == Z_BUF_ERROR) && z.avail_out == 0) {
-          status = absl::ResourceExhaustedError(absl::StrCat(
-              "the request inflates to more than ", limit_key, " (", max_bytes, " bytes)"));
-          break;
-        }
-        z.avail_out = 0;  // the probe's room is not the output's
-        if (rc == Z_STREAM_END && z.avail_in == 0) break;
-        if (rc == Z_STREAM_END) {
-          inflateReset(&z);
-          continue;
-        }
-        status = absl::InvalidArgumentError(
-            absl::StrCat("the gzip stream is damaged: ", z.msg != nullptr ? z.msg : "ends early"));
-        break;
-      }
-      const size_t grow = std::min(kStep, max_bytes - inflated);
+  size_t charged = 0;
+  bool no_room = false;
+  absl::Status status = inflater.Feed(compressed, [&](const char* data, size_t size) {
+    if (no_room) return true;  // inflated only to be measured
+    const size_t need = out->size() - start + size;
+    if (need > charged) {
+      const size_t grow = std::min(std::max(kStep, need - charged), max_bytes - charged);
       if (!charge(grow)) {
-        status = Measure(&z, max_bytes - (out->size() - start), limit_key);
-        break;
+        // The rest is inflated only to tell a request that would fit once there is room
+        // (UNAVAILABLE) from one too large ever to fit (RESOURCE_EXHAUSTED, a bomb among them).
+        no_room = true;
+        return true;
       }
-      const size_t used = out->size();
-      out->resize(used + grow);
-      z.next_out = reinterpret_cast<Bytef*>(out->data() + used);
-      z.avail_out = static_cast<uInt>(grow);
+      charged += grow;
+      out->reserve(start + charged);
     }
-    const int rc = inflate(&z, Z_NO_FLUSH);
-    if (rc == Z_STREAM_END) {
-      if (z.avail_in == 0) break;
-      inflateReset(&z);  // another member follows
-      continue;
-    }
-    if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && z.avail_out == 0) continue;  // wants room
-    status = absl::InvalidArgumentError(
-        absl::StrCat("the request is not a valid gzip stream: ",
-                     z.msg != nullptr ? z.msg : (z.avail_in == 0 ? "it ends early" : "damaged")));
-    break;
+    out->append(data, size);
+    return true;
+  });
+  if (status.ok()) status = inflater.Finish();
+  if (status.ok() && no_room) {
+    status = absl::UnavailableError(
+        "the memory budget (shipper.queue.mem.bytes) has no room to inflate the request now");
   }
-  // Unused room goes; its charge stays with the caller, who gives back what it was charged.
-  if (status.ok()) out->resize(out->size() - z.avail_out);
   if (!status.ok()) *out = std::string();
-  inflateEnd(&z);
   return status;
 }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -25,7 +26,9 @@
 #include "proto/otlp/logs_service.pb.h"
 #include "shipper/config/address.h"
 #include "shipper/config/tls.h"
+#include "shipper/input/otlp/otlp_gzip.h"
 #include "shipper/input/otlp/otlp_json.h"
+#include "shipper/input/otlp/otlp_request_body.h"
 
 namespace shipper {
 namespace {
@@ -33,11 +36,8 @@ namespace {
 constexpr char kLogsPath[] = "/v1/logs";
 constexpr char kProtobuf[] = "application/x-protobuf";
 constexpr char kJson[] = "application/json";
-// The smallest step a body of unknown length is charged to the budget in.
-constexpr size_t kMinChargeStep = 64 << 10;
-// A JSON body is charged at this many times its size: the body, RapidJSON's document (a value
-// per token, strings copied) and the protobuf it becomes (never longer than the JSON).
-constexpr size_t kJsonCharge = 3;
+// Where the request's Content-Encoding header goes before httplib reads the body (see there).
+constexpr char kContentEncoding[] = "X-Shipper-Content-Encoding";
 
 // Bytes taken from a MemoryBudget, given back when it goes.
 class Charge {
@@ -56,6 +56,12 @@ class Charge {
     return true;
   }
   size_t bytes() const { return bytes_; }
+  // Gives back what it holds beyond `total`.
+  void ShrinkTo(size_t total) {
+    if (total >= bytes_) return;
+    budget_->Release(bytes_ - total);
+    bytes_ = total;
+  }
   // Gives back all it holds.
   void ReleaseAll() {
     budget_->Release(bytes_);
@@ -102,10 +108,14 @@ void ReplyAndClose(httplib::Response& response, std::string body, const std::str
       });
 }
 
-// A refusal of a request whose body is not read (wrong path, method or content type), in text.
-void RefuseUnread(httplib::Response& response, int code, const std::string& text) {
+// A refusal of a request whose body is not read (wrong path, method or content type): a
+// google.rpc.Status, as every OTLP/HTTP error, in JSON when the request came as JSON, else in
+// protobuf (the specification's default).
+void RefuseUnread(const httplib::Request& request, httplib::Response& response, int code,
+                  const absl::Status& status) {
+  const bool json = MediaType(request) == kJson;
   response.status = code;
-  ReplyAndClose(response, text + "\n", "text/plain");
+  ReplyAndClose(response, otlp::StatusBody(status, json), json ? kJson : kProtobuf);
 }
 
 // An HTTPS server with shipper.otlp.ssl's certificate and key (TLS 1.2 and later), asking
@@ -152,8 +162,24 @@ class OtlpHttpServerImpl final : public OtlpHttpServer {
     server_->set_keep_alive_timeout(5);
     server_->set_read_timeout(30);
     server_->set_write_timeout(30);
-    // The body as sent, before decompression; after it, Logs() counts.
-    server_->set_payload_max_length(exports_->max_message_size());
+    // Logs() counts the body, as sent and decompressed, against max_message_size itself.
+    server_->set_payload_max_length(std::numeric_limits<size_t>::max());
+    // Logs() decompresses: httplib would inflate any gzip or deflate without a limit, take br,
+    // and pass any other coding through as if it were none. It decompresses what the request's
+    // Content-Encoding header names when the body is read, which is after this: the header
+    // moves to one of ours, that no sender sets (one that does has it dropped).
+    server_->set_pre_routing_handler([](const httplib::Request& request, httplib::Response&) {
+      auto& headers = const_cast<httplib::Headers&>(request.headers);  // httplib's own, not const
+      headers.erase(kContentEncoding);
+      auto [first, last] = headers.equal_range("Content-Encoding");
+      std::string encoding;
+      for (auto it = first; it != last; ++it) {
+        absl::StrAppend(&encoding, encoding.empty() ? "" : ",", it->second);
+      }
+      headers.erase(first, last);
+      if (!encoding.empty()) headers.emplace(kContentEncoding, encoding);
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
     // As the metrics server: no SO_REUSEPORT, or a second Shipper would bind the same port.
     server_->set_socket_options([](int socket) {
       int yes = 1;
@@ -167,14 +193,17 @@ class OtlpHttpServerImpl final : public OtlpHttpServer {
     const auto not_found = [](const httplib::Request& request, httplib::Response& response,
                               const httplib::ContentReader&) {
       const bool other_signal = request.path == "/v1/traces" || request.path == "/v1/metrics";
-      RefuseUnread(response, 404,
-                   absl::StrCat(request.path, ": ",
-                                other_signal ? "Shipper takes logs only: " : "not found; ",
-                                "OTLP logs are POST /v1/logs"));
+      RefuseUnread(
+          request, response, 404,
+          absl::NotFoundError(absl::StrCat(
+              request.path, ": ", other_signal ? "Shipper takes logs only: " : "not found; ",
+              "OTLP logs are POST /v1/logs")));
     };
     const auto not_allowed = [](const httplib::Request& request, httplib::Response& response) {
       response.set_header("Allow", "POST");
-      RefuseUnread(response, 405, absl::StrCat(request.method, " ", kLogsPath, ": only POST"));
+      RefuseUnread(
+          request, response, 405,
+          absl::UnimplementedError(absl::StrCat(request.method, " ", kLogsPath, ": only POST")));
     };
     const auto not_allowed_with_body =
         [not_allowed](const httplib::Request& request, httplib::Response& response,
@@ -245,94 +274,146 @@ class OtlpHttpServerImpl final : public OtlpHttpServer {
                                 "Content-Type '", request.get_header_value("Content-Type"),
                                 "': OTLP/HTTP takes ", kProtobuf, " or ", kJson)),
                             arrival);
-      RefuseUnread(response, 415, std::string(outcome.status.message()));
+      RefuseUnread(request, response, 415, outcome.status);
       return;
     }
-    std::string body;
-    Charge charge(exports_->budget());
-    const ExportOutcome refused = ReadBody(request, reader, json, &body, &charge, arrival);
+    const std::string encoding = request.get_header_value(kContentEncoding);
+    const std::optional<ContentCoding> coding = ParseContentEncoding(encoding);
+    if (!coding) {
+      const ExportOutcome outcome = exports_->Refused(
+          OtlpTransport::kHttp,
+          absl::InvalidArgumentError(absl::StrCat("Content-Encoding '", encoding,
+                                                  "': OTLP/HTTP takes gzip, deflate or none")),
+          arrival);
+      RefuseUnread(request, response, 415, outcome.status);
+      return;
+    }
+    RequestBody body(exports_->budget());
+    const ExportOutcome refused = ReadBody(request, reader, *coding, &body, arrival);
     if (!refused.status.ok()) {
       Reply(refused, json, /*close=*/true, response);  // what is left of the body is unread
       return;
     }
+    if (!body.Flatten()) {
+      // Its copy is the transport's doing, not the request's size: told to retry, never 413.
+      Reply(NoRoom(body.size(), arrival), json, /*close=*/false, response);
+      return;
+    }
+    absl::string_view protobuf = body.bytes();
     std::string decoded;
+    Charge decoding(exports_->budget());
     if (json) {
-      absl::Status status = otlp::JsonToProtobufRequest(body, &decoded);
+      // Counted first, built only once charged: what the decoding holds is not the JSON's size
+      // (`{}` is 3 bytes and about 300 once decoded).
+      absl::StatusOr<otlp::JsonCost> cost =
+          otlp::JsonDecodingCost(body.bytes(), OtlpExports::kMaxRecords);
+      if (!cost.ok()) {
+        Reply(exports_->Refused(OtlpTransport::kHttp, cost.status(), arrival), json,
+              /*close=*/false, response);
+        return;
+      }
+      if (!decoding.Reserve(cost->bytes)) {
+        Reply(NoRoom(cost->bytes + body.size(), arrival), json, /*close=*/false, response);
+        return;
+      }
+      absl::Status status = otlp::JsonToProtobufRequest(body.bytes(), &decoded);
       if (!status.ok()) {
         Reply(exports_->Refused(OtlpTransport::kHttp, status, arrival), json, /*close=*/false,
               response);
         return;
       }
+      // Only the protobuf is held while Export() converts it, as when it came as protobuf.
+      body.Clear();
+      decoding.ShrinkTo(decoded.capacity());
+      protobuf = decoded;
     }
     absl::Notification answered;
     ExportOutcome outcome;
     exports_->Export(
-        OtlpTransport::kHttp, json ? decoded : body, arrival,
+        OtlpTransport::kHttp, protobuf, arrival,
         [&](const ExportOutcome& o) {
           outcome = o;
           answered.Notify();
         },
-        charge.bytes());
+        json ? decoding.bytes() : body.charged());
     // Export() no longer needs them: the budget gets them back before the wait for the ack.
-    std::string().swap(body);
+    body.Clear();
     std::string().swap(decoded);
-    charge.ReleaseAll();
+    decoding.ReleaseAll();
     answered.WaitForNotification();
     Reply(outcome, json, /*close=*/false, response);
   }
 
-  // Reads the body, decompressed, into `body`, charging `charge` for it before it arrives. The
-  // outcome to answer when it cannot (status not OK), else OK.
+  // Reads the body, decompressed, into `body`, which charges the budget for it before it
+  // arrives. The outcome to answer when it cannot (status not OK), else OK.
+  // REQUIRES: `coding` is the request's Content-Encoding.
   ExportOutcome ReadBody(const httplib::Request& request, const httplib::ContentReader& reader,
-                         bool json, std::string* body, Charge* charge, absl::Time arrival) {
+                         ContentCoding coding, RequestBody* body, absl::Time arrival) {
     const size_t limit = exports_->max_message_size();
-    const size_t factor = json ? kJsonCharge : 1;
     size_t length = 0;
-    const bool identity = !request.has_header("Content-Encoding") ||
-                          request.get_header_value("Content-Encoding") == "identity";
-    const bool known_length =
-        identity && absl::SimpleAtoi(request.get_header_value("Content-Length"), &length);
+    const bool known_length = absl::SimpleAtoi(request.get_header_value("Content-Length"), &length);
     if (known_length && length > limit) {
-      // Read past it unkept, so that the sender, still sending, gets to read the 413.
+      // Larger than the limit as sent, compressed or not. Read past it unkept, so that the
+      // sender, still sending, gets to read the 413.
       reader([](const char*, size_t) { return true; });
       return exports_->TooLarge(OtlpTransport::kHttp, length, arrival);
     }
-    if (known_length) {
-      if (!charge->Reserve(length * factor)) return NoRoom(length * factor, arrival);
-      body->reserve(length);
-    }
-    enum class Stop { kNo, kTooLarge, kNoRoom } stop = Stop::kNo;
+    const bool identity = coding == ContentCoding::kIdentity;
+    if (identity && known_length && !body->Expect(length)) return NoRoom(length, arrival);
+    std::optional<Inflater> inflater;
+    if (!identity) inflater.emplace(coding, limit, "shipper.otlp.max_message_size");
+    enum class Stop { kNo, kTooLarge, kNoRoom, kUndecodable } stop = Stop::kNo;
+    absl::Status undecodable;
+    size_t sent = 0;   // what arrived, as sent
     size_t total = 0;  // what arrived, decompressed
-    const bool read = reader([&](const char* data, size_t size) {
+    const auto keep = [&](const char* data, size_t size) {
       total = body->size() + size;
       if (total > limit) {
         stop = Stop::kTooLarge;
         return false;
       }
-      if (total * factor > charge->bytes()) {
-        const size_t want = std::min(std::max(2 * total, kMinChargeStep), limit) * factor;
-        if (!charge->Reserve(want) && !charge->Reserve(total * factor)) {
-          stop = Stop::kNoRoom;
-          return false;
-        }
+      if (!body->Append(data, size)) {
+        stop = Stop::kNoRoom;
+        return false;
       }
-      body->append(data, size);
       return true;
+    };
+    const bool read = reader([&](const char* data, size_t size) {
+      sent += size;
+      if (sent > limit) {
+        total = sent;
+        stop = Stop::kTooLarge;
+        return false;
+      }
+      if (identity) return keep(data, size);
+      const absl::Status status = inflater->Feed(absl::string_view(data, size), keep);
+      if (absl::IsResourceExhausted(status)) {
+        total = inflater->inflated();
+        stop = Stop::kTooLarge;
+      } else if (!status.ok() && stop == Stop::kNo) {
+        undecodable = status;
+        stop = Stop::kUndecodable;
+      }
+      return status.ok();
     });
+    if (read && stop == Stop::kNo && inflater) {
+      undecodable = inflater->Finish();
+      if (!undecodable.ok()) stop = Stop::kUndecodable;
+    }
     switch (stop) {
       case Stop::kTooLarge:
         return exports_->TooLarge(OtlpTransport::kHttp, total, arrival);
       case Stop::kNoRoom:
-        return NoRoom(total * factor, arrival);
+        return NoRoom(total, arrival);
+      case Stop::kUndecodable:
+        return exports_->Refused(OtlpTransport::kHttp, undecodable, arrival);
       case Stop::kNo:
         break;
     }
     if (!read) {
-      return exports_->Refused(
-          OtlpTransport::kHttp,
-          absl::InvalidArgumentError(
-              "the request's body ended early, or its Content-Encoding does not decode"),
-          arrival);
+      return exports_->Refused(OtlpTransport::kHttp,
+                               absl::InvalidArgumentError("the request's body ended early"),
+                               arrival);
     }
     return ExportOutcome{absl::OkStatus()};
   }

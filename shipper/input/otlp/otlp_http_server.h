@@ -2,16 +2,21 @@
 // (otlp_exports.h) and answered with its outcome, as the OTLP specification's "OTLP/HTTP" says.
 //
 // - Bodies: application/x-protobuf or application/json (OTLP/JSON, otlp_json.h), either with
-//   Content-Encoding gzip (or deflate); the reply is in the request's encoding: 200 with an
-//   ExportLogsServiceResponse (partialSuccess only when records were rejected), else a
-//   google.rpc.Status saying why.
+//   Content-Encoding gzip or deflate (inflated by otlp_gzip.h's Inflater, as gRPC's gzip); the
+//   reply is in the request's encoding: 200 with an ExportLogsServiceResponse (partialSuccess
+//   only when records were rejected), else a google.rpc.Status saying why, for every error.
 // - 400 undecodable (the decode error), 404 other paths (/v1/traces and /v1/metrics say that
 //   Shipper takes logs only), 405 other methods, 413 larger than shipper.otlp.max_message_size
-//   once decompressed (a gzip bomb stops there), 415 other content types, 503 with Retry-After
-//   when the queue or the memory budget has no room for all of it now or Shipper is shutting down.
-// - Memory: what a request's body becomes (its bytes, decompressed; for JSON also the parse and
-//   the protobuf it becomes) is charged to the input's memory budget before it is read, in steps
-//   as it arrives, and given back once Export() returned; a budget that cannot take it is a 503.
+//   as sent or once decompressed (a gzip bomb stops there), 415 other content types or
+//   encodings, 503 with Retry-After when the queue or the memory budget has no room for all of
+//   it now or Shipper is shutting down.
+// - Memory: a request's body (decompressed) is held in memory charged to the input's memory
+//   budget before it is allocated, as it arrives (otlp_request_body.h); a JSON body is read once
+//   more, building nothing, to count what decoding it holds and how many records it has, and
+//   that is charged before it is decoded (otlp_json.h JsonDecodingCost). Only the protobuf is
+//   held while Export() converts it, however the request was sent; all of it goes back once
+//   Export() returned. No room now is a 503; 413 only when the request by itself is larger than
+//   the whole budget.
 // - Connections are kept alive (HTTP/1.1), each served by one of the server's threads for as
 //   long as it stays open and idle no longer than 5 s. A request waits on its thread for
 //   Export's answer (with ack: persisted, until its records are persisted): HTTP/1.1 has one

@@ -1,5 +1,8 @@
 #include "shipper/input/otlp/otlp_http_server.h"
 
+#include <zlib.h>
+
+#include <algorithm>
 #include <future>
 #include <memory>
 #include <string>
@@ -15,6 +18,7 @@
 #include "queue/memory_queue.h"
 #include "queue/test_util.h"
 #include "runtime/memory_budget.h"
+#include "shipper/input/otlp/otlp_conversion.h"
 
 namespace shipper {
 namespace {
@@ -43,10 +47,11 @@ google::rpc::Status StatusOf(const httplib::Result& result) {
 
 class OtlpHttpServerTest : public ::testing::Test {
  protected:
-  void Start(OtlpAck ack, size_t max_events = 100, size_t budget = 1 << 20) {
+  void Start(OtlpAck ack, size_t max_events = 100, size_t budget = 1 << 20,
+             size_t queue_bytes = 0) {
     queue::MemoryOptions options;
     options.max_events = max_events;
-    options.max_bytes = budget;
+    options.max_bytes = queue_bytes != 0 ? queue_bytes : budget;
     queue_ = std::move(*queue::MemoryQueue::Create(options));
     budget_ = std::make_unique<runtime::MemoryBudget>(budget);
     OtlpSettings settings;
@@ -184,6 +189,115 @@ TEST_F(OtlpHttpServerTest, TheBodyIsChargedToTheBudgetBeforeItIsRead) {
   EXPECT_EQ(budget_->in_use(), 0);
 }
 
+// How a request was sent changes nothing: with exactly the room its body and its records need
+// while converted it is taken, with a byte less it is too large (413), whether its body came
+// with a Content-Length, gzip-compressed, or chunked.
+TEST_F(OtlpHttpServerTest, TheVerdictDoesNotDependOnHowTheBodyWasSent) {
+  collector::ExportLogsServiceRequest records;
+  auto* scope = records.add_resource_logs()->add_scope_logs();
+  for (int i = 0; i < 1000; ++i) scope->add_log_records()->mutable_body()->set_string_value("x");
+  const std::string request = records.SerializeAsString();
+  LogsConversion conversion;
+  ASSERT_TRUE(conversion.Scan(request, absl::Now(), 64 << 10, 1000).ok());
+  const size_t needs = request.size() + conversion.bytes();
+  for (size_t budget : {needs - 1, needs}) {
+    SCOPED_TRACE(absl::StrCat("budget ", budget, ", the export needs ", needs));
+    Start(OtlpAck::kQueued, /*max_events=*/2000, budget, /*queue_bytes=*/1 << 20);
+    const int expected = budget < needs ? 413 : 200;
+    httplib::Result identity = Post(request);
+    ASSERT_TRUE(identity);
+    EXPECT_EQ(identity->status, expected) << "identity";
+    DeliverAll();
+    client_->set_compress(true);
+    httplib::Result gzip = Post(request);
+    ASSERT_TRUE(gzip);
+    EXPECT_EQ(gzip->status, expected) << "gzip";
+    DeliverAll();
+    client_->set_compress(false);
+    httplib::Result chunked = client_->Post(
+        "/v1/logs",
+        [&](size_t offset, httplib::DataSink& sink) {
+          // In pieces of 1000 bytes, as a streaming sender writes them.
+          const size_t n = std::min<size_t>(1000, request.size() - offset);
+          sink.write(request.data() + offset, n);
+          if (offset + n == request.size()) sink.done();
+          return true;
+        },
+        kProtobuf);
+    ASSERT_TRUE(chunked);
+    EXPECT_EQ(chunked->status, expected) << "chunked";
+    DeliverAll();
+    EXPECT_EQ(budget_->in_use(), 0);
+    TearDown();
+    exports_.reset();
+    queue_.reset();
+  }
+}
+
+// 60 KB of `{}` records is within max_message_size and is several MB once decoded: counted
+// before it is built, it is too large for a 1 MiB budget, and nothing of it stays charged.
+TEST_F(OtlpHttpServerTest, AJsonBodyIsChargedForWhatDecodingItBuilds) {
+  Start(OtlpAck::kQueued, /*max_events=*/30000, /*budget=*/1 << 20);
+  std::string records;
+  for (int i = 0; i < 20000; ++i) absl::StrAppend(&records, i > 0 ? "," : "", "{}");
+  const std::string flood =
+      absl::StrCat(R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[)", records, "]}]}]}");
+  ASSERT_LT(flood.size(), 64 << 10);
+  httplib::Result result = Post(flood, kJson);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 413);
+  EXPECT_THAT(result->body, HasSubstr("memory budget"));
+  EXPECT_EQ(budget_->in_use(), 0);
+  EXPECT_EQ(DeliverAll(), 0);
+}
+
+// `plain` compressed by zlib: gzip (window_bits 16 + 15), zlib's deflate (15) or raw (-15).
+std::string Compress(const std::string& plain, int window_bits) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, plain.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
+  z.avail_in = plain.size();
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = out.size();
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+TEST_F(OtlpHttpServerTest, ContentEncodingsAreOursToDecodeAndOthersAre415) {
+  Start(OtlpAck::kQueued);
+  const auto post = [&](const std::string& body, const std::string& encoding) {
+    return client_->Post("/v1/logs", {{"Content-Encoding", encoding}}, body, kProtobuf);
+  };
+  for (int bits : {16 + 15, 15, -15}) {
+    httplib::Result result = post(Compress(Request(2), bits), bits > 16 ? "gzip" : "deflate");
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->status, 200) << bits;
+  }
+  EXPECT_EQ(DeliverAll(), 6);
+  for (const char* encoding : {"zstd", "br", "snappy", "gzip, br"}) {
+    httplib::Result result = post(Request(1), encoding);
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->status, 415) << encoding;
+    EXPECT_THAT(StatusOf(result).message(), HasSubstr("Content-Encoding")) << encoding;
+  }
+  // A compressed body over the limit as sent is too large (413), not undecodable (400).
+  std::string noise(80 << 10, '\0');
+  uint32_t x = 1;
+  for (char& c : noise) c = static_cast<char>((x = x * 1103515245 + 12345) >> 24);
+  httplib::Result large = post(Compress(noise, 16 + 15), "gzip");
+  ASSERT_TRUE(large);
+  EXPECT_EQ(large->status, 413);
+  EXPECT_THAT(StatusOf(large).message(), HasSubstr("shipper.otlp.max_message_size"));
+  httplib::Result damaged = post(Compress(Request(2), 16 + 15).substr(0, 20), "gzip");
+  ASSERT_TRUE(damaged);
+  EXPECT_EQ(damaged->status, 400);
+  EXPECT_EQ(DeliverAll(), 0);
+  EXPECT_EQ(budget_->in_use(), 0);
+}
+
 TEST_F(OtlpHttpServerTest, UndecodableBodiesAre400WithTheErrorInTheirEncoding) {
   Start(OtlpAck::kQueued);
   httplib::Result protobuf = Post("\x0a\xff\xff\xff");
@@ -204,15 +318,24 @@ TEST_F(OtlpHttpServerTest, OtherPathsMethodsAndTypesAreRefusedAndTheServerCarrie
   httplib::Result traces = Post(Request(1), kProtobuf, "/v1/traces");
   ASSERT_TRUE(traces);
   EXPECT_EQ(traces->status, 404);
-  EXPECT_THAT(traces->body, HasSubstr("Shipper takes logs only"));
+  // Every error body is a google.rpc.Status, in the request's encoding (protobuf by default).
+  EXPECT_EQ(traces->get_header_value("Content-Type"), kProtobuf);
+  EXPECT_THAT(StatusOf(traces).message(), HasSubstr("Shipper takes logs only"));
+  httplib::Result json_traces = Post("{}", kJson, "/v1/traces");
+  ASSERT_TRUE(json_traces);
+  EXPECT_EQ(json_traces->status, 404);
+  EXPECT_EQ(json_traces->get_header_value("Content-Type"), kJson);
+  EXPECT_THAT(json_traces->body, HasSubstr(R"("message":"/v1/traces: Shipper takes logs only)"));
   httplib::Result get = client_->Get("/v1/logs");
   ASSERT_TRUE(get);
   EXPECT_EQ(get->status, 405);
   EXPECT_EQ(get->get_header_value("Allow"), "POST");
+  EXPECT_THAT(StatusOf(get).message(), HasSubstr("only POST"));
   httplib::Result text = Post(std::string(100000, 'x'), "text/plain");
   ASSERT_TRUE(text);
   EXPECT_EQ(text->status, 415);
   EXPECT_EQ(text->get_header_value("Connection"), "close");
+  EXPECT_EQ(StatusOf(text).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
   // The refusals left their bodies unread and closed their connections; the next one works.
   httplib::Result after = Post(Request(1));
   ASSERT_TRUE(after);

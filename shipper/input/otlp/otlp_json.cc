@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -164,13 +166,59 @@ absl::Status GetHexId(const Value& v, const Path& path, size_t bytes, std::strin
   return absl::OkStatus();
 }
 
+// Every field name of the messages decoded here: lowerCamelCase, then the proto's snake_case.
+constexpr std::pair<absl::string_view, absl::string_view> kFieldNames[] = {
+    {"resourceLogs", "resource_logs"},
+    {"resource", "resource"},
+    {"scopeLogs", "scope_logs"},
+    {"schemaUrl", "schema_url"},
+    {"attributes", "attributes"},
+    {"droppedAttributesCount", "dropped_attributes_count"},
+    {"scope", "scope"},
+    {"logRecords", "log_records"},
+    {"name", "name"},
+    {"version", "version"},
+    {"timeUnixNano", "time_unix_nano"},
+    {"observedTimeUnixNano", "observed_time_unix_nano"},
+    {"severityNumber", "severity_number"},
+    {"severityText", "severity_text"},
+    {"body", "body"},
+    {"flags", "flags"},
+    {"traceId", "trace_id"},
+    {"spanId", "span_id"},
+    {"eventName", "event_name"},
+    {"key", "key"},
+    {"value", "value"},
+    {"stringValue", "string_value"},
+    {"boolValue", "bool_value"},
+    {"intValue", "int_value"},
+    {"doubleValue", "double_value"},
+    {"bytesValue", "bytes_value"},
+    {"arrayValue", "array_value"},
+    {"kvlistValue", "kvlist_value"},
+    {"values", "values"},
+};
+static_assert(std::size(kFieldNames) <= 32, "one bit each in ForEachMember's mask");
+
 // Iterates over the members of the object `v` (null: none) and calls `member(name, value)` for
-// each; INVALID_ARGUMENT when `v` is something else.
+// each; INVALID_ARGUMENT when `v` is something else, or names a field twice (in either
+// spelling: both lists of {"resourceLogs":[...],"resource_logs":[...]} would otherwise be
+// taken, where protobuf's parser refuses the second).
 template <typename F>
 absl::Status ForEachMember(const Value& v, const Path& path, F&& member) {
   if (v.IsNull()) return absl::OkStatus();
   if (!v.IsObject()) return Invalid(path, "expected an object");
+  uint32_t seen = 0;
   for (const auto& m : v.GetObject()) {
+    for (size_t i = 0; i < std::size(kFieldNames); ++i) {
+      if (!Named(m.name, kFieldNames[i].first, kFieldNames[i].second)) continue;
+      if (seen & (uint32_t{1} << i)) {
+        return Invalid(path.Field(kFieldNames[i].first),
+                       "given twice (as lowerCamelCase or snake_case): give it once");
+      }
+      seen |= uint32_t{1} << i;
+      break;
+    }
     absl::Status status = member(m.name, m.value);
     if (!status.ok()) return status;
   }
@@ -479,12 +527,120 @@ struct NumberReader {
   bool EndArray(rapidjson::SizeType n) { return document.EndArray(n); }
 };
 
+// What decoding one request builds, counted by reading it once with nothing built (see
+// JsonDecodingCost), and the limits that refuse a request before anything is built for it.
+class CostCounter : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, CostCounter> {
+ public:
+  // Upper bounds per JSON value of what JsonToProtobufRequest holds for it at once: RapidJSON's
+  // document (a 16-byte value, 16 more for a member's name, the same again on its parse stack)
+  // and the arena's message graph (a message is at most about 200 bytes, a LogRecord 112; a
+  // repeated field's slot 8, doubled as it grows; a std::string 32). Strings are copied into
+  // both, each with its terminator or its heap block's header.
+  static constexpr size_t kPerContainer = 64 + 256;
+  static constexpr size_t kPerScalar = 64 + 48;
+  static constexpr size_t kPerStringByte = 2;
+  static constexpr size_t kPerKey = 32;
+  // RapidJSON's pool chunks and the arena's blocks, partly used.
+  static constexpr size_t kFixed = 256 << 10;
+  // JSON nesting beyond what the decoder takes (kMaxDepth messages, each an object in a list).
+  static constexpr size_t kMaxJsonDepth = 2 * kMaxDepth + 8;
+
+  explicit CostCounter(size_t max_records) : max_records_(max_records) {}
+
+  bool Default() { return Scalar(); }
+  bool RawNumber(const char*, rapidjson::SizeType, bool) { return Scalar(); }
+  bool String(const char*, rapidjson::SizeType n, bool) {
+    bytes_ += kPerScalar + kPerStringByte * (n + 1);
+    return Element();
+  }
+  bool Key(const char* s, rapidjson::SizeType n, bool) {
+    bytes_ += kPerKey + n + 1;
+    // `s` lives only during the call: what matters of it is kept.
+    const absl::string_view key(s, n);
+    const auto is = [&](absl::string_view camel, absl::string_view snake) {
+      return key == camel || key == snake;
+    };
+    if (depth_ == 1) on_path_[0] = is("resourceLogs", "resource_logs");
+    if (depth_ == 3) on_path_[1] = is("scopeLogs", "scope_logs");
+    if (depth_ == 5) on_path_[2] = is("logRecords", "log_records");
+    return true;
+  }
+  bool StartObject() { return Open(); }
+  bool EndObject(rapidjson::SizeType) { return Close(); }
+  bool StartArray() { return Open(); }
+  bool EndArray(rapidjson::SizeType) { return Close(); }
+
+  size_t bytes() const { return bytes_ + kFixed; }
+  size_t records() const { return records_; }
+  // Why the reading stopped when a handler returned false: too deep, or too many records.
+  const absl::Status& stopped() const { return stopped_; }
+
+ private:
+  // request.resourceLogs[i].scopeLogs[j].logRecords: the records' list is the third list in.
+  static constexpr size_t kRecordsDepth = 6;
+
+  bool Scalar() {
+    bytes_ += kPerScalar;
+    return Element();
+  }
+  bool Open() {
+    bytes_ += kPerContainer;
+    if (!Element()) return false;
+    if (++depth_ > kMaxJsonDepth) {
+      stopped_ = absl::InvalidArgumentError(
+          absl::StrCat("OTLP/JSON: nested deeper than ", kMaxDepth, " messages"));
+      return false;
+    }
+    return true;
+  }
+  bool Close() {
+    --depth_;
+    return true;
+  }
+  // A value inside the current container: a log record when that is a request's records list.
+  bool Element() {
+    if (depth_ != kRecordsDepth || !IsRecordsList()) return true;
+    if (++records_ <= max_records_) return true;
+    stopped_ = absl::ResourceExhaustedError(absl::StrCat(
+        "the request holds more than ", max_records_, " log records: send fewer per export"));
+    return false;
+  }
+  // Whether the container open at kRecordsDepth is request.resourceLogs[].scopeLogs[].logRecords
+  // (lists at depths 2, 4 and 6 under these keys, in either spelling).
+  bool IsRecordsList() const { return on_path_[0] && on_path_[1] && on_path_[2]; }
+
+  const size_t max_records_;
+  size_t bytes_ = 0;
+  size_t records_ = 0;
+  size_t depth_ = 0;
+  // Whether the key last read in the object open at depth 1, 3 and 5 names the list that leads
+  // to the records there.
+  bool on_path_[3] = {false, false, false};
+  absl::Status stopped_;
+};
+
 // Writes `s` as a JSON string.
 void WriteString(rapidjson::Writer<rapidjson::StringBuffer>* writer, absl::string_view s) {
   writer->String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
 }  // namespace
+
+absl::StatusOr<JsonCost> JsonDecodingCost(absl::string_view json, size_t max_records) {
+  constexpr unsigned kFlags = rapidjson::kParseIterativeFlag |
+                              rapidjson::kParseValidateEncodingFlag |
+                              rapidjson::kParseNumbersAsStringsFlag;
+  CostCounter counter(max_records);
+  rapidjson::MemoryStream stream(json.data(), json.size());
+  const rapidjson::ParseResult parsed = rapidjson::Reader().Parse<kFlags>(stream, counter);
+  if (!counter.stopped().ok()) return counter.stopped();
+  if (parsed.IsError()) {
+    return absl::InvalidArgumentError(absl::StrCat("OTLP/JSON: not JSON at byte ", parsed.Offset(),
+                                                   ": ",
+                                                   rapidjson::GetParseError_En(parsed.Code())));
+  }
+  return JsonCost{counter.bytes() + json.size(), counter.records()};
+}
 
 absl::Status JsonToProtobufRequest(absl::string_view json, std::string* protobuf) {
   // Iterative: a deeply nested document cannot exhaust the stack while it is parsed. Numbers

@@ -17,13 +17,28 @@
 #ifndef SHIPPER_SHIPPER_INPUT_OTLP_OTLP_JSON_H_
 #define SHIPPER_SHIPPER_INPUT_OTLP_OTLP_JSON_H_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/otlp/logs_service.pb.h"
 
 namespace shipper::otlp {
+
+// What decoding a request will hold at once, known before anything is built for it.
+struct JsonCost {
+  size_t bytes = 0;    // RapidJSON's document, protobuf's message graph and encoding, together
+  size_t records = 0;  // log records
+};
+
+// Reads `json` once, building nothing (RapidJSON's SAX reader, its stack bounded by the depth
+// limit), and counts what JsonToProtobufRequest(json) will hold at most besides `json` itself:
+// an upper bound, so that the caller can charge it before the decoding allocates any of it.
+// RESOURCE_EXHAUSTED once it meets more than `max_records` log records (it stops there);
+// INVALID_ARGUMENT when it is not JSON or nests deeper than the decoder takes.
+absl::StatusOr<JsonCost> JsonDecodingCost(absl::string_view json, size_t max_records);
 
 // Decodes the OTLP/JSON ExportLogsServiceRequest `json` and appends its protobuf encoding to
 // `*protobuf`. INVALID_ARGUMENT when it is not one, naming the first wrong field by its path

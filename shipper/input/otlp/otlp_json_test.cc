@@ -215,12 +215,63 @@ TEST(JsonToProtobufRequest, RefusesNestingDeeperThanProtobufParses) {
   EXPECT_THAT(ErrorOf(nested(200000)), HasSubstr("nested deeper than 100 messages"));
 }
 
+TEST(JsonToProtobufRequest, RefusesAFieldGivenTwiceInEitherSpelling) {
+  for (const char* json : {
+           R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[{}]}]}],)"
+           R"("resource_logs":[{"scopeLogs":[{"logRecords":[{}]}]}]})",
+           R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{},"body":{}}]}]}]})",
+       }) {
+    std::string bytes;
+    absl::Status status = JsonToProtobufRequest(json, &bytes);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << json;
+    EXPECT_THAT(status.message(), HasSubstr("given twice")) << json;
+  }
+}
+
 TEST(JsonToProtobufRequest, AppendsToWhatTheBufferHolds) {
   std::string bytes = "x";
   ASSERT_TRUE(JsonToProtobufRequest(R"({"resourceLogs":[{}]})", &bytes).ok());
   ExportLogsServiceRequest request;
   ASSERT_TRUE(request.ParseFromString(bytes.substr(1)));
   EXPECT_EQ(request.resource_logs_size(), 1);
+}
+
+// `n` empty records in one scope, in either spelling of the lists' names.
+std::string EmptyRecords(int n, bool snake = false) {
+  std::string records;
+  for (int i = 0; i < n; ++i) absl::StrAppend(&records, i > 0 ? "," : "", "{}");
+  return snake
+             ? absl::StrCat(R"({"resource_logs":[{"scope_logs":[{"log_records":[)", records,
+                            "]}]}]}")
+             : absl::StrCat(R"({"resourceLogs":[{"scopeLogs":[{"logRecords":[)", records, "]}]}]}");
+}
+
+TEST(JsonDecodingCost, CountsTheRecordsAndWhatDecodingHoldsBeforeItIsBuilt) {
+  for (bool snake : {false, true}) {
+    const std::string json = EmptyRecords(1000, snake);
+    absl::StatusOr<JsonCost> cost = JsonDecodingCost(json, 1000);
+    ASSERT_TRUE(cost.ok()) << cost.status();
+    EXPECT_EQ(cost->records, 1000);
+    // `{}` is 3 bytes of JSON and a document value, a LogRecord and its slot once decoded.
+    EXPECT_GT(cost->bytes, 1000 * 200);
+  }
+  // Lists of that name elsewhere are not records.
+  absl::StatusOr<JsonCost> elsewhere =
+      JsonDecodingCost(R"({"logRecords":[{},{}],"resourceLogs":[{"logRecords":[{}]}]})", 1);
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status();
+  EXPECT_EQ(elsewhere->records, 0);
+}
+
+TEST(JsonDecodingCost, RefusesTooManyRecordsOrTooDeepWhileReading) {
+  absl::StatusOr<JsonCost> many = JsonDecodingCost(EmptyRecords(1001), 1000);
+  EXPECT_EQ(many.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(many.status().message(), HasSubstr("more than 1000 log records"));
+  // A million lists deep: refused at the depth the decoder takes, its reader's stack no deeper.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  absl::StatusOr<JsonCost> nested = JsonDecodingCost(deep, 1000);
+  EXPECT_EQ(nested.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(nested.status().message(), HasSubstr("nested deeper"));
+  EXPECT_EQ(JsonDecodingCost("{", 1000).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ResponseToJson, IsEmptyOnFullSuccessAndCarriesAPartialSuccess) {
