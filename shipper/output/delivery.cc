@@ -66,6 +66,7 @@ void Delivery::End(Flight& flight) {
   // The batch positions of the last attempt; empty: all of them (the first attempt).
   std::vector<uint32_t> pending, still_pending;
   while (true) {
+    absl::Duration asked = absl::ZeroDuration();  // by the destination, before the retry
     metrics_.write_seconds.ObserveDuration(busy);
     const Events events = pending.empty() ? Events(batch) : Events(batch, pending);
     if (status.ok()) {
@@ -88,10 +89,11 @@ void Delivery::End(Flight& flight) {
       for (size_t i : outcome.failed) still_pending.push_back(events.position(i));
       pending.swap(still_pending);
       status = absl::UnavailableError(outcome.failure);
+      asked = std::min(outcome.retry_after, options_.backoff_max);
     }
     metrics_.errors.Add();
     if (!backoff) backoff.emplace(options_.backoff_init, options_.backoff_max);
-    const absl::Duration wait = backoff->Next();
+    const absl::Duration wait = std::max(backoff->Next(), asked);
     const size_t retrying = pending.empty() ? batch.size() : pending.size();
     LOG(WARNING) << "output failed, retrying " << retrying << " of " << batch.size()
                  << " events (indexes " << batch.first_index() << ".."

@@ -1,6 +1,7 @@
 // Delivery: the output workers' loop. Takes batches from the queue, writes them to the one
 // output, retries what failed for now with backoff (shared by all outputs, without limit): the
-// whole batch when Write() failed as a whole, else only the events it said failed. Events
+// whole batch when Write() failed as a whole, else only the events it said failed, waiting at
+// least as long as the output's Outcome::retry_after asks. Events
 // rejected for good go to the dead-letter file. A batch is marked done only once every event is
 // written or recorded.
 //

@@ -28,6 +28,7 @@ struct Step {
   std::vector<size_t> reject;
   std::vector<size_t> fail = {};
   bool later = false;
+  absl::Duration retry_after = absl::ZeroDuration();
 };
 
 class ScriptedOutput final : public Output {
@@ -85,6 +86,7 @@ class ScriptedOutput final : public Output {
   absl::Status Apply(const Step& step, const std::vector<uint64_t>& indexes, Outcome* outcome) {
     for (size_t i : step.reject) outcome->rejected.push_back({i, absl::StrCat("bad event ", i)});
     for (size_t i : step.fail) outcome->Fail(i, "partition without a leader");
+    outcome->retry_after = step.retry_after;
     if (!step.status.ok()) return step.status;
     runtime::MutexLock lock(&mu_);
     for (size_t i = 0; i < indexes.size(); ++i) {
@@ -193,6 +195,22 @@ TEST(DeliveryTest, RetriesOnlyTheEventsThatFailedForNow) {
   }
   EXPECT_EQ(Metrics(options).dead_lettered.value(), 1u);
   EXPECT_EQ(Metrics(options).retries.value(), 2u);
+}
+
+TEST(DeliveryTest, ARetryWaitsAtLeastAsLongAsTheDestinationAsked) {
+  QueuedEvents events(TestEvents(10));
+  Step throttled{absl::OkStatus(), {}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  throttled.retry_after = absl::Milliseconds(300);
+  auto output = std::make_unique<ScriptedOutput>(std::deque<Step>{throttled});
+  ScriptedOutput* script = output.get();
+  Delivery::Options options = FastOptions();  // backoff waits of 4 ms at most
+  options.backoff_max = absl::Seconds(10);    // caps what a destination may ask
+  Delivery delivery(&events.queue(), std::move(output), *DeadLetters::Open(""), options);
+  const absl::Time start = absl::Now();
+  DeliverAll(delivery, events);
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(300));
+  EXPECT_EQ(script->calls(), 2);
+  EXPECT_EQ(script->written(), 10u);
 }
 
 TEST(DeliveryTest, AWorkerWritesItsNextBatchBeforeItFinishesThePreviousOne) {

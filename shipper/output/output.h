@@ -38,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "queue/queue.h"
 #include "shipper/config/key.h"
@@ -82,6 +83,10 @@ struct Outcome {
   std::vector<Rejection> rejected;  // for good; ascending
   std::vector<size_t> failed;       // for now, as i in the Events; ascending
   std::string failure;              // why they failed (one reason, for the log)
+  // The least wait before the failed ones are retried, when the destination asked for one (an
+  // OTLP receiver's RetryInfo or Retry-After); Delivery waits the longer of it, capped at
+  // shipper.output.backoff.max, and its own backoff.
+  absl::Duration retry_after = absl::ZeroDuration();
   // Set by a Write() that left the rest of its work for later (the file output's fdatasync,
   // Kafka's delivery reports), and then nothing else of the outcome is. Delivery calls it once,
   // with an empty outcome, after the worker has written its next batch, so that the output's wait
@@ -98,6 +103,7 @@ struct Outcome {
     rejected.clear();
     failed.clear();
     failure.clear();
+    retry_after = absl::ZeroDuration();
     finish = nullptr;
   }
   // Calls `finish` on this outcome, cleared for it to fill. REQUIRES: `finish` is set.

@@ -244,97 +244,63 @@ class Child {
   pid_t pid_;
 };
 
-class ElasticsearchSink final : public Sink {
+// A fake destination in Python (tests/elasticsearch/fake_elasticsearch.py,
+// tests/otlp_output/fake_otlp_receiver.py): its process, and its control endpoints on the port it
+// logs as "listening on 127.0.0.1:PORT": POST /_fake/faults, GET /_fake/values?field=NAME.
+class PythonFake {
  public:
-  static absl::StatusOr<std::unique_ptr<Sink>> Start(const std::string& dir, uint64_t seed) {
-    auto fake = std::make_unique<Child>(
-        std::vector<std::string>{"/usr/bin/python3", "tests/elasticsearch/fake_elasticsearch.py"},
-        dir + "/fake_elasticsearch.log");
+  static absl::StatusOr<std::unique_ptr<PythonFake>> Start(std::vector<std::string> argv,
+                                                           const std::string& log) {
+    argv.insert(argv.begin(), "/usr/bin/python3");
+    auto process = std::make_unique<Child>(argv, log);
     static const std::regex kListening("listening on 127\\.0\\.0\\.1:(\\d+)");
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
     while (absl::Now() < deadline) {
       std::smatch match;
-      const std::string log = fake->Log();
-      if (std::regex_search(log, match, kListening)) {
-        return std::unique_ptr<Sink>(
-            new ElasticsearchSink(std::move(fake), std::stoi(match[1]), seed));
+      const std::string text = process->Log();
+      if (std::regex_search(text, match, kListening)) {
+        return std::unique_ptr<PythonFake>(new PythonFake(std::move(process), std::stoi(match[1])));
       }
-      if (fake->Exited()) return absl::FailedPreconditionError("fake Elasticsearch: " + log);
+      if (process->Exited()) return absl::FailedPreconditionError(argv[1] + ": " + text);
       absl::SleepFor(absl::Milliseconds(20));
     }
-    return absl::DeadlineExceededError("fake Elasticsearch did not listen: " + fake->Log());
+    return absl::DeadlineExceededError(argv[1] + " did not listen: " + process->Log());
   }
 
-  std::vector<std::string> ShipperArgs() const override {
-    return {"-E", "shipper.output.elasticsearch.enabled=true",
-            "-E", absl::StrCat("shipper.output.elasticsearch.hosts=http://127.0.0.1:", port_),
-            "-E", "shipper.output.elasticsearch.timeout=2s"};
-  }
-  // One event in 100 is answered 429 the first time the fake sees it, one in 100 409 (and
-  // indexed, as if an earlier attempt had written it): the fake reads "fault" and "seq".
-  pb::Event MakeEvent(uint64_t seq) const override {
-    pb::Event event = TestEvent(seq);
-    auto& data = *event.mutable_fields()->mutable_data();
-    data["seq"].set_uint64_value(seq);
-    const uint64_t pick = (seq * 0x9E3779B97F4A7C15u + seed_) % 100;
-    if (pick == 0) data["fault"].set_string_value("retry");
-    if (pick == 1) data["fault"].set_string_value("conflict");
-    return event;
-  }
-  absl::StatusOr<std::vector<int64_t>> Read() override {
+  int port() const { return port_; }
+  const Child& process() const { return *process_; }
+
+  // POST /_fake/faults with `faults` (JSON).
+  absl::Status Set(const std::string& faults) {
     httplib::Client http = Client();
-    httplib::Result page = http.Get("/_fake/values?field=test_seq");
+    httplib::Result answer = http.Post("/_fake/faults", faults, "application/json");
+    if (!answer || answer->status != 200) {
+      return absl::UnavailableError(
+          absl::StrCat("POST /_fake/faults ", faults, " failed: ", Error(answer)));
+    }
+    return absl::OkStatus();
+  }
+
+  // The unsigned value of `field` in everything the fake holds, one per copy; -1 for none.
+  absl::StatusOr<std::vector<int64_t>> Values(absl::string_view field) {
+    httplib::Client http = Client();
+    httplib::Result page = http.Get(absl::StrCat("/_fake/values?field=", field));
     if (!page || page->status != 200) {
       return absl::UnavailableError(absl::StrCat("GET /_fake/values failed: ", Error(page)));
     }
     rapidjson::Document doc;
     doc.Parse(page->body.c_str());
     if (doc.HasParseError() || !doc.IsArray()) return absl::InternalError(page->body);
-    std::vector<int64_t> seqs;
+    std::vector<int64_t> values;
     for (const rapidjson::Value& v : doc.GetArray()) {
-      seqs.push_back(v.IsUint64() ? static_cast<int64_t>(v.GetUint64()) : -1);
+      values.push_back(v.IsUint64() ? static_cast<int64_t>(v.GetUint64()) : -1);
     }
-    return seqs;
-  }
-  std::vector<std::string> Faults() const override {
-    return {"request-errors", "stall", "freeze", "slow"};
-  }
-  absl::Status Inject(absl::string_view name, std::mt19937_64& rng,
-                      const std::function<void()>& during) override {
-    if (name == "request-errors") {  // the next bulk requests: 429, 503, or cut unanswered
-      std::vector<std::string> faults(absl::Uniform(rng, 1, 6));
-      for (std::string& f : faults)
-        f = std::vector<std::string>{"429", "503", "\"close\""}[absl::Uniform(rng, 0, 3)];
-      if (absl::Status s =
-              Set(absl::StrCat(R"({"request_faults": [)", absl::StrJoin(faults, ", "), "]}"));
-          !s.ok()) {
-        return s;
-      }
-      FaultFor(rng, 100, 500);
-      during();
-    } else if (name == "stall") {  // requests held unanswered, then their connections closed
-      if (absl::Status s = Set(R"({"stalled": true})"); !s.ok()) return s;
-      FaultFor(rng, 200, 1500);
-      during();
-      if (absl::Status s = Set(R"({"stalled": false})"); !s.ok()) return s;
-    } else if (name == "freeze") {  // beyond the 2 s timeout at times: what it indexes is resent
-      fake_->Signal(SIGSTOP);
-      FaultFor(rng, 200, 3000);
-      during();
-      fake_->Signal(SIGCONT);
-    } else {  // "slow": answers, beyond the timeout at times
-      const double delay = absl::Uniform(rng, 0.3, 2.5);
-      if (absl::Status s = Set(absl::StrCat(R"({"delay": )", delay, "}")); !s.ok()) return s;
-      FaultFor(rng, 500, 2000);
-      during();
-      if (absl::Status s = Set(R"({"delay": 0})"); !s.ok()) return s;
-    }
-    return absl::OkStatus();
+    return values;
   }
 
  private:
-  ElasticsearchSink(std::unique_ptr<Child> fake, int port, uint64_t seed)
-      : fake_(std::move(fake)), port_(port), seed_(seed) {}
+  PythonFake(std::unique_ptr<Child> process, int port)
+      : process_(std::move(process)), port_(port) {}
 
   // A client for the fake's own endpoints. The fake is Python on a loaded machine, holding
   // hundreds of thousands of documents in a long run: httplib's 300 ms to connect failed after
@@ -350,19 +316,141 @@ class ElasticsearchSink final : public Sink {
     return result ? absl::StrCat("HTTP ", result->status) : httplib::to_string(result.error());
   }
 
-  absl::Status Set(const std::string& faults) {
-    httplib::Client http = Client();
-    httplib::Result answer = http.Post("/_fake/faults", faults, "application/json");
-    if (!answer || answer->status != 200) {
-      return absl::UnavailableError(
-          absl::StrCat("POST /_fake/faults ", faults, " failed: ", Error(answer)));
+  const std::unique_ptr<Child> process_;
+  const int port_;
+};
+
+class ElasticsearchSink final : public Sink {
+ public:
+  static absl::StatusOr<std::unique_ptr<Sink>> Start(const std::string& dir, uint64_t seed) {
+    absl::StatusOr<std::unique_ptr<PythonFake>> fake = PythonFake::Start(
+        {"tests/elasticsearch/fake_elasticsearch.py"}, dir + "/fake_elasticsearch.log");
+    if (!fake.ok()) return fake.status();
+    return std::unique_ptr<Sink>(new ElasticsearchSink(*std::move(fake), seed));
+  }
+
+  std::vector<std::string> ShipperArgs() const override {
+    return {
+        "-E", "shipper.output.elasticsearch.enabled=true",
+        "-E", absl::StrCat("shipper.output.elasticsearch.hosts=http://127.0.0.1:", fake_->port()),
+        "-E", "shipper.output.elasticsearch.timeout=2s"};
+  }
+  // One event in 100 is answered 429 the first time the fake sees it, one in 100 409 (and
+  // indexed, as if an earlier attempt had written it): the fake reads "fault" and "seq".
+  pb::Event MakeEvent(uint64_t seq) const override {
+    pb::Event event = TestEvent(seq);
+    auto& data = *event.mutable_fields()->mutable_data();
+    data["seq"].set_uint64_value(seq);
+    const uint64_t pick = (seq * 0x9E3779B97F4A7C15u + seed_) % 100;
+    if (pick == 0) data["fault"].set_string_value("retry");
+    if (pick == 1) data["fault"].set_string_value("conflict");
+    return event;
+  }
+  absl::StatusOr<std::vector<int64_t>> Read() override { return fake_->Values("test_seq"); }
+  std::vector<std::string> Faults() const override {
+    return {"request-errors", "stall", "freeze", "slow"};
+  }
+  absl::Status Inject(absl::string_view name, std::mt19937_64& rng,
+                      const std::function<void()>& during) override {
+    if (name == "request-errors") {  // the next bulk requests: 429, 503, or cut unanswered
+      std::vector<std::string> faults(absl::Uniform(rng, 1, 6));
+      for (std::string& f : faults)
+        f = std::vector<std::string>{"429", "503", "\"close\""}[absl::Uniform(rng, 0, 3)];
+      if (absl::Status s = fake_->Set(
+              absl::StrCat(R"({"request_faults": [)", absl::StrJoin(faults, ", "), "]}"));
+          !s.ok()) {
+        return s;
+      }
+      FaultFor(rng, 100, 500);
+      during();
+    } else if (name == "stall") {  // requests held unanswered, then their connections closed
+      if (absl::Status s = fake_->Set(R"({"stalled": true})"); !s.ok()) return s;
+      FaultFor(rng, 200, 1500);
+      during();
+      if (absl::Status s = fake_->Set(R"({"stalled": false})"); !s.ok()) return s;
+    } else if (name == "freeze") {  // beyond the 2 s timeout at times: what it indexes is resent
+      fake_->process().Signal(SIGSTOP);
+      FaultFor(rng, 200, 3000);
+      during();
+      fake_->process().Signal(SIGCONT);
+    } else {  // "slow": answers, beyond the timeout at times
+      const double delay = absl::Uniform(rng, 0.3, 2.5);
+      if (absl::Status s = fake_->Set(absl::StrCat(R"({"delay": )", delay, "}")); !s.ok()) {
+        return s;
+      }
+      FaultFor(rng, 500, 2000);
+      during();
+      if (absl::Status s = fake_->Set(R"({"delay": 0})"); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
 
-  std::unique_ptr<Child> fake_;
-  const int port_;
+ private:
+  ElasticsearchSink(std::unique_ptr<PythonFake> fake, uint64_t seed)
+      : fake_(std::move(fake)), seed_(seed) {}
+
+  const std::unique_ptr<PythonFake> fake_;
   const uint64_t seed_;
+};
+
+// The OTLP output (over OTLP/gRPC) into fake_otlp_receiver.py, which follows the OTLP
+// specification's answers.
+class OtlpSink final : public Sink {
+ public:
+  static absl::StatusOr<std::unique_ptr<Sink>> Start(const std::string& dir) {
+    const std::string log = dir + "/fake_otlp_receiver.log";
+    absl::StatusOr<std::unique_ptr<PythonFake>> fake =
+        PythonFake::Start({"tests/otlp_output/fake_otlp_receiver.py"}, log);
+    if (!fake.ok()) return fake.status();
+    std::smatch match;
+    const std::string text = (*fake)->process().Log();
+    static const std::regex kReceiving("receiving on (127\\.0\\.0\\.1:\\d+)");
+    if (!std::regex_search(text, match, kReceiving)) return absl::InternalError(text);
+    // Throttled answers ask for 100 ms, stalled ones answer after 3 s: past the timeout.
+    if (absl::Status s = (*fake)->Set(R"({"retry_delay": 0.1, "stall": 3})"); !s.ok()) return s;
+    return std::unique_ptr<Sink>(new OtlpSink(*std::move(fake), match[1]));
+  }
+
+  std::vector<std::string> ShipperArgs() const override {
+    return {"-E", "shipper.output.otlp.enabled=true",
+            "-E", absl::StrCat("shipper.output.otlp.endpoint=", address_),
+            "-E", "shipper.output.otlp.timeout=2s"};
+  }
+  absl::StatusOr<std::vector<int64_t>> Read() override { return fake_->Values("test_seq"); }
+  std::vector<std::string> Faults() const override { return {"request-errors", "stall", "freeze"}; }
+  absl::Status Inject(absl::string_view name, std::mt19937_64& rng,
+                      const std::function<void()>& during) override {
+    if (name == "freeze") {  // beyond the 2 s timeout at times: what it took is resent
+      fake_->process().Signal(SIGSTOP);
+      FaultFor(rng, 200, 3000);
+      during();
+      fake_->process().Signal(SIGCONT);
+      return absl::OkStatus();
+    }
+    // The next requests: failed for now (throttled or not), or answered after the timeout.
+    static const std::vector<std::string> kErrors = {
+        "\"UNAVAILABLE\"",       "\"UNAVAILABLE+retry\"", "\"RESOURCE_EXHAUSTED+retry\"",
+        "\"DEADLINE_EXCEEDED\"", "\"ABORTED\"",           "\"DATA_LOSS\""};
+    std::vector<std::string> faults(absl::Uniform(rng, 1, 6));
+    for (std::string& f : faults) {
+      f = name == "stall" ? "\"stall\"" : kErrors[absl::Uniform<size_t>(rng, 0, kErrors.size())];
+    }
+    if (absl::Status s =
+            fake_->Set(absl::StrCat(R"({"faults": [)", absl::StrJoin(faults, ", "), "]}"));
+        !s.ok()) {
+      return s;
+    }
+    FaultFor(rng, 100, 500);
+    during();
+    return absl::OkStatus();
+  }
+
+ private:
+  OtlpSink(std::unique_ptr<PythonFake> fake, std::string address)
+      : fake_(std::move(fake)), address_(std::move(address)) {}
+
+  const std::unique_ptr<PythonFake> fake_;
+  const std::string address_;
 };
 
 class ForwardSink final : public Sink {
@@ -425,8 +513,8 @@ class ForwardSink final : public Sink {
 }  // namespace
 
 const std::vector<std::string>& SinkNames() {
-  static const std::vector<std::string> kNames = {"file", "redis", "kafka", "elasticsearch",
-                                                  "shipper"};
+  static const std::vector<std::string> kNames = {"file",          "redis",   "kafka",
+                                                  "elasticsearch", "shipper", "otlp"};
   return kNames;
 }
 
@@ -438,6 +526,7 @@ absl::StatusOr<std::unique_ptr<Sink>> StartSink(absl::string_view name, const st
   if (name == "kafka") return KafkaSink::Start();
   if (name == "elasticsearch") return ElasticsearchSink::Start(dir, seed);
   if (name == "shipper") return ForwardSink::Start(dir);
+  if (name == "otlp") return OtlpSink::Start(dir);
   return absl::InvalidArgumentError(absl::StrCat("no output named ", name));
 }
 

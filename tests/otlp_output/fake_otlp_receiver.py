@@ -23,7 +23,14 @@ Faults, consumed one per request from `faults` (a list a test sets):
 A record whose attribute `fault` is "reject" makes every request that holds it INVALID_ARGUMENT
 / 400, naming the record, as a receiver that validates records would.
 
-It keeps every record it accepted (resource, scope, record) and what each request carried."""
+It keeps every record it accepted (resource, scope, record) and what each request carried.
+
+As a script (for tests in other languages): fake_otlp_receiver.py [--protocol grpc|http] prints
+"receiving on 127.0.0.1:PORT" (OTLP) and "listening on 127.0.0.1:PORT" (its control endpoints,
+as fake_elasticsearch.py's): POST /_fake/faults {"faults": [...], "stall": s, "retry_delay": s}
+sets them; GET /_fake/values?field=NAME answers the int value of attribute NAME of every record
+it holds, one per copy (null where a record has none)."""
+import argparse
 import gzip
 import json
 import socket
@@ -280,3 +287,44 @@ class FakeOtlpReceiver:
             from google.protobuf import json_format
             return json_format.MessageToJson(message).encode()
         return message.SerializeToString()
+
+
+def serve():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--protocol", choices=("grpc", "http"), default="grpc")
+    fake = FakeOtlpReceiver(parser.parse_args().protocol)
+
+    class Control(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            settings = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            with fake.lock:
+                for name in ("faults", "stall", "retry_delay"):
+                    if name in settings:
+                        setattr(fake, name, settings[name])
+            self.reply(b"{}")
+
+        def do_GET(self):
+            field = self.path.partition("/_fake/values?field=")[2]
+            with fake.lock:
+                values = [attribute(r.attributes, field) for _, _, r in fake.records]
+            self.reply(json.dumps([v.int_value if v is not None else None
+                                   for v in values]).encode())
+
+        def reply(self, body):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    control = ThreadingHTTPServer(("127.0.0.1", 0), Control)
+    print(f"receiving on {fake.address}", flush=True)
+    print(f"listening on 127.0.0.1:{control.server_address[1]}", flush=True)
+    control.serve_forever()
+
+
+if __name__ == "__main__":
+    serve()

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -20,26 +21,7 @@ namespace {
 
 using opentelemetry::proto::collector::logs::v1::ExportLogsServiceResponse;
 
-// grpc::StatusCode's names, by number.
-constexpr absl::string_view kCodeNames[] = {
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-};
+// grpc::StatusCode's numbers, which absl::StatusCode shares.
 enum Code : int {
   kOk = 0,
   kCancelled = 1,
@@ -143,9 +125,7 @@ std::string ErrorMessage(absl::string_view content_type, absl::string_view body)
 ExportAnswer GrpcAnswer(int code, absl::string_view message, absl::string_view details,
                         absl::string_view response) {
   ExportAnswer answer;
-  answer.status = code >= 0 && code < static_cast<int>(std::size(kCodeNames))
-                      ? std::string(kCodeNames[code])
-                      : absl::StrCat(code);
+  answer.status = absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
   answer.message = absl::StrCat(answer.status, ": ", message);
   google::rpc::Status status;
   std::optional<absl::Duration> delay;

@@ -44,7 +44,6 @@ class OtlpOutput final : public Output {
                                                    OtlpOutputKey("max_request_bytes"), " (",
                                                    config_.max_request_bytes, " bytes)")});
     }
-    size_t written = 0;
     std::vector<std::vector<size_t>> pending = std::move(plan.requests);
     while (!pending.empty()) {
       std::vector<std::string> bodies;
@@ -59,11 +58,11 @@ class OtlpOutput final : public Output {
         metrics::ShipperMetrics::Get().OutputRequests("otlp", answer.status).Add();
         switch (answer.verdict) {
           case ExportAnswer::kWritten:
-            written += which.size();
             if (answer.rejected > 0 || !answer.rejected_message.empty()) PartialSuccess(answer);
             break;
           case ExportAnswer::kRetry:
             for (size_t i : which) outcome->Fail(i, Failure(answer));
+            outcome->retry_after = std::max(outcome->retry_after, answer.retry_delay);
             break;
           case ExportAnswer::kTooLarge:
           case ExportAnswer::kInvalid:
@@ -83,12 +82,6 @@ class OtlpOutput final : public Output {
         }
       }
       pending = std::move(halves);
-    }
-    if (written == 0 && outcome->rejected.empty() && !outcome->failed.empty()) {
-      // Nothing got through: the call failed as a whole, which Delivery retries as a whole.
-      const std::string failure = std::move(outcome->failure);
-      outcome->Clear();
-      return absl::UnavailableError(failure);
     }
     const auto by_event = [](const Rejection& a, const Rejection& b) { return a.event < b.event; };
     std::sort(outcome->rejected.begin(), outcome->rejected.end(), by_event);

@@ -15,8 +15,8 @@
 //                             names no record at fault: halving finds it and spares the others)
 //   any other refusal         the request's records are dead letters, with the receiver's message
 // A record whose encoding alone is above max_request_bytes is a dead letter without being sent.
-// The receiver's RetryInfo and Retry-After are named in the failure Delivery logs; Delivery's own
-// backoff decides when the retry goes (it has no per-call delay).
+// The longest delay a receiver asked for (RetryInfo, Retry-After; capped) is the least wait
+// before Delivery retries (Outcome::retry_after), and named in the failure it logs.
 //
 // The room's parts: otlp_output_settings.h (the keys, their checks), otlp_log_record.h (what an
 // event becomes), otlp_request.h (requests: split, grouped, encoded), otlp_answer.h (what an
