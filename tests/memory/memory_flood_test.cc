@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +28,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "tests/load/load_generator.h"
 #include "tests/load/otlp_load_generator.h"
 #include "tests/outputs/producer_client.h"
@@ -336,6 +338,59 @@ TEST(MemoryFloodTest, OtlpFloodOnBothTransportsStaysWithinTheBound) {
   }
   EXPECT_GT(delivered, 0);
   EXPECT_GE(delivered, static_cast<int64_t>(answered_ok));
+}
+
+// OTLP/JSON whose size says little about what decoding it builds: 16 MiB of empty attributes
+// (`{}`, 3 bytes each) is 5.6 million KeyValues, gigabytes once decoded. Posted by 4 senders at
+// once, each is counted before anything is built for it and refused (413: more than the whole
+// budget; 503 while the others' bodies fill it), and peak RSS stays within the bound.
+TEST(MemoryFloodTest, OtlpJsonOfEmptyValuesIsCountedBeforeItIsBuilt) {
+  absl::StatusOr<ShipperProcess> shipper = ShipperProcess::Start(
+      {"-E", "http.port=0", "-E", "shipper.otlp.enabled=true", "-E",
+       "shipper.otlp.grpc.enabled=false", "-E", "shipper.otlp.http.server=127.0.0.1:0"});
+  ASSERT_TRUE(shipper.ok()) << shipper.status();
+  const int64_t bound = LoggedBound(shipper->Log());
+  ASSERT_GT(bound, 0) << shipper->Log();
+  std::string address;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(10);
+       address.empty() && absl::Now() < deadline; absl::SleepFor(absl::Milliseconds(10))) {
+    std::smatch match;
+    const std::string log = shipper->Log();
+    if (std::regex_search(log, match, std::regex("OTLP/HTTP serving on \\S+:(\\d+)"))) {
+      address = match[1];
+    }
+  }
+  ASSERT_FALSE(address.empty()) << shipper->Log();
+  std::string json = R"({"resourceLogs":[{"resource":{"attributes":[{})";
+  json.reserve(16 * kMiB + 64);
+  while (json.size() < 16 * kMiB) json += ",{}";
+  json += R"(]},"scopeLogs":[{"logRecords":[{}]}]}]})";
+  // A body refused before it is all read (no room for it now) closes the connection under the
+  // sender still writing: that is an error here, not a signal.
+  signal(SIGPIPE, SIG_IGN);
+  std::vector<std::thread> senders;
+  std::atomic<int> refused{0}, taken{0};
+  for (int i = 0; i < 4; ++i) {
+    senders.emplace_back([&] {
+      httplib::Client client("127.0.0.1", std::stoi(address));
+      client.set_read_timeout(60);
+      httplib::Result result = client.Post("/v1/logs", json, "application/json");
+      // 413, or 503 (or the connection closed early) when the others' bodies hold the budget.
+      if (result && result->status == 413) refused.fetch_add(1);
+      if (result && result->status == 200) taken.fetch_add(1);
+    });
+  }
+  for (std::thread& sender : senders) sender.join();
+  const int64_t peak_rss = PeakRss(shipper->pid());
+  std::cout << "4 x 16 MiB of empty JSON values: " << refused.load() << " refused (413), "
+            << taken.load() << " taken, peak RSS " << peak_rss / kMiB << " MiB, bound "
+            << bound / kMiB << " MiB" << std::endl;
+  ASSERT_EQ(kill(shipper->pid(), 0), 0) << "shipper died:\n" << shipper->Log();
+  EXPECT_GT(refused.load(), 0);
+  EXPECT_EQ(taken.load(), 0);
+#ifndef SHIPPER_ASAN
+  EXPECT_LE(peak_rss, bound);
+#endif
 }
 
 TEST(MemoryFloodTest, NeverOomKilledIn256MiBCgroup) {
