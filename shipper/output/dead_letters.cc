@@ -1,6 +1,7 @@
 #include "shipper/output/dead_letters.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,7 +23,7 @@ constexpr char kKey[] = "shipper.dead_letter.path";
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DeadLetters>> DeadLetters::Open(const std::string& path) {
-  if (path.empty()) return std::unique_ptr<DeadLetters>(new DeadLetters(-1, ""));
+  if (path.empty()) return std::unique_ptr<DeadLetters>(new DeadLetters(-1, "", 0));
   const size_t slash = path.find_last_of('/');
   if (slash != std::string::npos && slash > 0) {
     absl::Status dir = MakeDirectories(kKey, path.substr(0, slash), 0750);
@@ -33,7 +34,9 @@ absl::StatusOr<std::unique_ptr<DeadLetters>> DeadLetters::Open(const std::string
     return absl::InvalidArgumentError(
         absl::StrCat(kKey, ": cannot open '", path, "' for appending: ", std::strerror(errno)));
   }
-  return std::unique_ptr<DeadLetters>(new DeadLetters(fd, path));
+  struct stat st;
+  const uint64_t size = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  return std::unique_ptr<DeadLetters>(new DeadLetters(fd, path, size));
 }
 
 DeadLetters::~DeadLetters() {
@@ -61,11 +64,14 @@ absl::Status DeadLetters::Record(const Events& events, absl::Span<const Rejectio
     return absl::OkStatus();
   }
   runtime::MutexLock lock(&mu_);
-  absl::Status status = WriteAll(fd_, {lines.GetString(), lines.GetSize()}, path_);
+  absl::Status status = AppendLines(fd_, size_, {lines.GetString(), lines.GetSize()}, path_);
   if (!status.ok()) return status;
   if (::fdatasync(fd_) != 0) {
+    // The kernel may have dropped the pages it could not write, and reports that once: these
+    // lines stay past size_, and the retry's AppendLines cuts them and writes them again.
     return absl::UnavailableError(absl::StrCat("flushing ", path_, ": ", std::strerror(errno)));
   }
+  size_ += lines.GetSize();
   return absl::OkStatus();
 }
 

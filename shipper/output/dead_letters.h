@@ -10,6 +10,7 @@
 #ifndef SHIPPER_SHIPPER_OUTPUT_DEAD_LETTERS_H_
 #define SHIPPER_SHIPPER_OUTPUT_DEAD_LETTERS_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -34,13 +35,17 @@ class DeadLetters {
   absl::Status Record(const Events& events, absl::Span<const Rejection> rejected);
 
  private:
-  DeadLetters(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  DeadLetters(int fd, std::string path, uint64_t size)
+      : fd_(fd), path_(std::move(path)), size_(size) {}
 
   // Constant after construction.
   const int fd_;  // -1: log instead
   const std::string path_;
 
   runtime::Mutex mu_;  // keeps each Record's lines together
+  // The file's whole lines, all flushed: a Record that fails is cut back to this, its lines
+  // written again by the retry (a failed fdatasync may have lost them, and reports that once).
+  uint64_t size_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shipper

@@ -2,7 +2,10 @@
 // rejects as each test scripts (real outputs' failures are tested in tests/outputs/).
 #include "shipper/output/delivery.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <csignal>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -176,6 +179,37 @@ TEST(DeliveryTest, RejectedEventsGoToTheDeadLetterFileAndCountAsPersisted) {
     EXPECT_EQ(doc["event"]["seq"].GetInt64(), position);
     EXPECT_EQ(doc["event"]["@metadata"]["index"].GetUint64(), position + 1u);
   }
+}
+
+// A Record that fails part way (the disk full; here RLIMIT_FSIZE) leaves no fragment for the
+// next Record's first line to be glued to.
+TEST(DeliveryTest, ADeadLetterRecordThatFailsPartWayLeavesNoTornLine) {
+  std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/torn.ndjson");
+  absl::StatusOr<std::unique_ptr<DeadLetters>> dead_letters = DeadLetters::Open(path);
+  ASSERT_TRUE(dead_letters.ok()) << dead_letters.status();
+  QueuedEvents events(TestEvents(20));
+  queue::Batch batch = events.Take(20);
+  std::vector<Rejection> all;
+  for (size_t i = 0; i < 20; ++i) all.push_back({i, "refused"});
+  rlimit old;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 500;  // less than the 20 lines
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const absl::Status failed = (*dead_letters)->Record(Events(batch), all);
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  EXPECT_FALSE(failed.ok());
+  ASSERT_TRUE((*dead_letters)->Record(Events(batch), all).ok());
+  std::ifstream in(path);
+  size_t lines = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    rapidjson::Document doc;
+    doc.Parse(line.c_str());
+    EXPECT_FALSE(doc.HasParseError()) << line;
+  }
+  EXPECT_EQ(lines, 20u);
+  batch.Done();
 }
 
 TEST(DeliveryTest, RetriesOnlyTheEventsThatFailedForNow) {

@@ -48,6 +48,11 @@ absl::Status SyncDirectory(const std::string& dir) {
 // An fdatasync makes durable every byte written before it started. The file tracks the bytes
 // written (set under FileOutput::mu_ after each write) and the bytes known durable; Sync() reads
 // the first before it flushes, and AwaitSynced(end) waits until a Sync() has covered `end`.
+//
+// A failed fdatasync loses the file: Linux reports a writeback error once, may have dropped the
+// pages it could not write, and the next fdatasync returns 0 ("fsyncgate"). So nothing written
+// after the last sync that passed counts as durable any more, whatever later syncs say: those
+// batches fail, and the output writes them again into a fresh file (FileOutput::Write).
 class OpenFile {
  public:
   // `dir` holds the file: its entry may be new, so the first sync flushes the directory too.
@@ -74,7 +79,7 @@ class OpenFile {
     std::string dir;
     {
       runtime::MutexLock lock(&mu_);
-      if (target <= synced_) return;
+      if (target <= synced_ || !failure_.ok()) return;
       dir = dir_;
     }
     absl::Status status = dir.empty() ? absl::OkStatus() : SyncDirectory(dir);
@@ -84,22 +89,24 @@ class OpenFile {
       synced_ = target;
       dir_.clear();
     } else {
-      failed_ = target;
       failure_ = status;
     }
     synced_or_failed_.SignalAll();
   }
 
+  // Whether a sync failed: then only the first synced_ bytes count, for good.
+  bool lost() {
+    runtime::MutexLock lock(&mu_);
+    return !failure_.ok();
+  }
+
   // Waits until a Sync() has covered the first `end` bytes, and says whether it made them
   // durable. REQUIRES: they were written (Wrote() was called with at least `end`) and a Sync() is
-  // to come after. Rarely reports an error for bytes an earlier sync did cover, when a later sync
-  // failed meanwhile; the batch is then written again (at-least-once).
+  // to come after.
   absl::Status AwaitSynced(uint64_t end) {
     runtime::MutexLock lock(&mu_);
-    // After a failed fdatasync, Linux may report success for a retry although the pages were
-    // lost: every byte that failed sync covered stays failed.
-    while (end > synced_ && end > failed_) synced_or_failed_.Wait(&mu_);
-    return end <= failed_ ? failure_ : absl::OkStatus();
+    while (end > synced_ && failure_.ok()) synced_or_failed_.Wait(&mu_);
+    return end <= synced_ ? absl::OkStatus() : failure_;
   }
 
  private:
@@ -111,10 +118,9 @@ class OpenFile {
   std::atomic<uint64_t> written_;
   runtime::Mutex mu_;
   uint64_t synced_ ABSL_GUARDED_BY(mu_) = 0;   // bytes known durable
-  uint64_t failed_ ABSL_GUARDED_BY(mu_) = 0;   // bytes a failed sync covered
-  absl::Status failure_ ABSL_GUARDED_BY(mu_);  // that sync's error
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);  // the first failed sync's error: the file is lost
   std::string dir_ ABSL_GUARDED_BY(mu_);       // to flush on the next sync, if not empty
-  runtime::CondVar synced_or_failed_;          // synced_ or failed_ grew
+  runtime::CondVar synced_or_failed_;          // synced_ grew or failure_ was set
 };
 
 // Flushes files on a thread of its own, as soon as they are asked for: a worker's batch is made
@@ -246,6 +252,10 @@ class FileOutput final : public Output {
     std::vector<ScopedFd> deleted;
     {
       runtime::MutexLock lock(&mu_);
+      // A lost file (OpenFile) takes no more lines: what it held unsynced is written again, here.
+      if (file_->lost()) {
+        if (absl::Status s = RotateLocked(&deleted); !s.ok()) return s;
+      }
       // Writes runs of lines that fit the current file, rotating between runs.
       size_t run_begin = 0, run_bytes = 0;
       for (size_t i = 0; i < json.size(); ++i) {
@@ -283,42 +293,49 @@ class FileOutput final : public Output {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (begin == end) return absl::OkStatus();
     const absl::string_view first = json.line(begin);
-    absl::Status status = WriteAll(file_->fd(), {first.data(), bytes}, path_);
-    // Even a failed write may have appended part of the run: count what the file holds.
-    struct stat st;
-    size_ = ::fstat(file_->fd(), &st) == 0 ? static_cast<size_t>(st.st_size) : size_ + bytes;
+    absl::Status status = AppendLines(file_->fd(), size_, {first.data(), bytes}, path_);
+    if (!status.ok()) return status;
+    size_ += bytes;
     file_->Wrote(size_);
     return status;
   }
 
-  std::string Numbered(size_t n) const { return absl::StrCat(path_, ".", n); }
+  // Name(0) is filename, Name(n) filename.n.
+  std::string Name(size_t n) const { return n == 0 ? path_ : absl::StrCat(path_, ".", n); }
 
-  // Renames and opens under the lock; the flushes of the rotated file and of the directory are
-  // the syncer's, and the oldest file, removed from the directory here, is appended to
-  // `deleted` so that its blocks are freed outside the lock.
+  // Shifts filename.n to filename.n+1 from the first free name of the chain down (the oldest,
+  // filename.N-1, is replaced if none is free), then opens a new filename. Any step may fail and
+  // the rotation be retried without losing a file: a retry shifts only down from the gap the last
+  // attempt left, and after a failed open none, as filename itself is the gap. Renames and opens
+  // under the lock; the flushes of the rotated file and of the directory are the syncer's, and
+  // the replaced oldest file is held open in `deleted` so that its blocks are freed outside the
+  // lock.
   absl::Status RotateLocked(std::vector<ScopedFd>* deleted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t last = config_.number_of_files - 1;
-    const std::string oldest = Numbered(last);
-    // While open, unlink only removes the name (ext4 and most file systems free the blocks on
-    // the last close).
-    const int oldest_fd = ::open(oldest.c_str(), O_RDONLY | O_CLOEXEC);
-    if (oldest_fd >= 0) deleted->emplace_back(oldest_fd);
-    if (::unlink(oldest.c_str()) != 0 && errno != ENOENT) {
-      return Errno("rotating: deleting", oldest);
+    size_t free = 0;
+    while (free < last && Exists(Name(free))) ++free;
+    if (free == last) {
+      // While open, a replaced file's blocks stay (ext4 and most file systems free them on the
+      // last close).
+      const int oldest_fd = ::open(Name(last).c_str(), O_RDONLY | O_CLOEXEC);
+      if (oldest_fd >= 0) deleted->emplace_back(oldest_fd);
     }
-    for (size_t n = last; n > 1; --n) {
-      if (::rename(Numbered(n - 1).c_str(), Numbered(n).c_str()) != 0 && errno != ENOENT) {
-        return Errno("rotating: renaming", Numbered(n - 1));
+    for (size_t n = free; n > 0; --n) {
+      if (::rename(Name(n - 1).c_str(), Name(n).c_str()) != 0) {
+        return Errno("rotating: renaming", Name(n - 1));
       }
-    }
-    if (::rename(path_.c_str(), Numbered(1).c_str()) != 0) {
-      return Errno("rotating: renaming", path_);
     }
     absl::StatusOr<std::shared_ptr<OpenFile>> file = Open(config_, sync_);
     if (!file.ok()) return file.status();
     file_ = *std::move(file);
     size_ = 0;
     return absl::OkStatus();
+  }
+
+  // Whether `path` may hold a file: only a name known free is used as the gap.
+  static bool Exists(const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 || errno != ENOENT;
   }
 
   // Constant after construction.

@@ -1,14 +1,18 @@
 // The file output: NDJSON appended to path/filename, rotated by size with Beats' names.
 //
-// Before a write would take the file past rotate_every_kb, the file is rotated: filename.N-1 is
-// deleted, filename.i becomes filename.i+1, filename becomes filename.1, and a new filename is
-// created with `permissions`. Rotation happens between events, so every file holds whole lines
-// and stays within rotate_every_kb unless one event alone is larger. With fsync: batch, a batch
-// counts as written only after fdatasync of every file it went into, up to its last byte there,
-// and of the directory since each file was created; with fsync: never, the kernel decides when
-// data reaches the disk. A rotated file is flushed after its rename, so after a power loss it
-// may, like the current file, end in part of a batch that was never confirmed (only the current
-// file's partial line is cut at start).
+// Before a write would take the file past rotate_every_kb, the file is rotated: filename.i
+// becomes filename.i+1 (filename.N-1, the oldest, is replaced), filename becomes filename.1, and a
+// new filename is created with `permissions`. A rotation that fails at any step (a rename, the
+// open) is retried by the next write from where it stopped, never deleting another file. Rotation
+// happens between events, so every file holds whole lines and stays within rotate_every_kb unless
+// one event alone is larger. With fsync: batch, a batch counts as written only after fdatasync of
+// every file it went into, up to its last byte there, and of the directory since each file was
+// created; with fsync: never, the kernel decides when data reaches the disk. A rotated file is
+// flushed after its rename, so after a power loss it may, like the current file, end in part of a
+// batch that was never confirmed (only the current file's partial line is cut at start). A write
+// that fails part way (ENOSPC, EFBIG) is cut back to its last whole line at once. A failed
+// fdatasync loses the file (fsyncgate: see OpenFile): every batch in it not yet flushed fails, and
+// the next write rotates to a fresh file, where the retries go.
 //
 // Thread safety: Write() from several threads at once; lines of one batch stay together in
 // order. Only writing and renaming hold the output's lock: encoding, flushing and freeing the

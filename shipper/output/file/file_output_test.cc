@@ -1,10 +1,13 @@
 #include "shipper/output/file/file_output.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -381,6 +384,129 @@ TEST_F(FileOutputTest, ConcurrentWritersRotatingLoseNothingAndFlushEveryByte) {
       EXPECT_EQ(all[i], all[i - 1] + 1) << "batch split at " << i;
     }
   }
+}
+
+// Sets a resource limit (soft) for its lifetime.
+class ScopedLimit {
+ public:
+  ScopedLimit(int resource, rlim_t soft) : resource_(resource) {
+    EXPECT_EQ(::getrlimit(resource, &old_), 0);
+    rlimit limit = old_;
+    limit.rlim_cur = soft;
+    EXPECT_EQ(::setrlimit(resource, &limit), 0) << std::strerror(errno);
+  }
+  ~ScopedLimit() { ::setrlimit(resource_, &old_); }
+
+ private:
+  const int resource_;
+  rlimit old_;
+};
+
+// The lowest free file descriptor: with RLIMIT_NOFILE at it, every open fails (EMFILE).
+rlim_t LowestFreeFd() {
+  const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  return static_cast<rlim_t>(fd);
+}
+
+TEST_F(FileOutputTest, ARotationWhoseOpenFailsIsRetriedWithoutLosingAFile) {
+  config_.rotate_every_kb = 1;
+  config_.number_of_files = 3;
+  config_.fsync = FsyncPolicy::kNever;  // no syncer thread opening the directory meanwhile
+  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, ::fdatasync);
+  ASSERT_TRUE(output.ok()) << output.status();
+  QueuedEvents events(TestEvents(40));
+  while (!std::filesystem::exists(File(2))) {
+    queue::Batch batch = events.Take(1);
+    Outcome outcome;
+    ASSERT_TRUE((*output)->Write(Events(batch), &outcome).ok());
+    batch.Done();
+  }
+  const std::vector<uint64_t> was_1 = Indexes(1), was_0 = Indexes(0);
+  std::vector<pb::Event> large(1);  // larger than the limit: it rotates
+  (*large[0].mutable_fields()->mutable_data())["message"].set_string_value(std::string(2000, 'x'));
+  QueuedEvents rotating(std::move(large));
+  queue::Batch batch = rotating.Take(1);
+  {
+    ScopedLimit no_files(RLIMIT_NOFILE, LowestFreeFd());
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      Outcome outcome;
+      EXPECT_FALSE((*output)->Write(Events(batch), &outcome).ok());
+    }
+  }
+  Outcome outcome;
+  ASSERT_TRUE((*output)->Write(Events(batch), &outcome).ok());
+  batch.Done();
+  // One rotation: the oldest file replaced, the others shifted, the batch in a new file.
+  EXPECT_EQ(Indexes(2), was_1);
+  EXPECT_EQ(Indexes(1), was_0);
+  EXPECT_EQ(Indexes(0), std::vector<uint64_t>{1});
+}
+
+// A write that fails part way (the disk full; here RLIMIT_FSIZE) is cut back to its last whole
+// line before anything else is appended: no line is glued to a fragment.
+TEST_F(FileOutputTest, AShortWriteIsCutBackToTheLastWholeLine) {
+  std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, ::fdatasync);
+  ASSERT_TRUE(output.ok()) << output.status();
+  QueuedEvents events(TestEvents(30));
+  queue::Batch first = events.Take(10), second = events.Take(10), third = events.Take(10);
+  Outcome outcome;
+  ASSERT_TRUE(WriteAndFinish(**output, Events(first), &outcome).ok());
+  {
+    ScopedLimit limit(RLIMIT_FSIZE, std::filesystem::file_size(File(0)) + 1000);
+    outcome.Clear();
+    EXPECT_FALSE(WriteAndFinish(**output, Events(second), &outcome).ok());
+  }
+  outcome.Clear();
+  ASSERT_TRUE(WriteAndFinish(**output, Events(third), &outcome).ok());
+  outcome.Clear();
+  ASSERT_TRUE(WriteAndFinish(**output, Events(second), &outcome).ok());
+  std::vector<uint64_t> want;
+  for (uint64_t i = 1; i <= 10; ++i) want.push_back(i);
+  for (uint64_t i = 21; i <= 30; ++i) want.push_back(i);
+  for (uint64_t i = 11; i <= 20; ++i) want.push_back(i);
+  EXPECT_EQ(Indexes(0), want);  // and every line parses
+  first.Done();
+  second.Done();
+  third.Done();
+}
+
+// After a failed fdatasync Linux may have dropped the pages it could not write and reports that
+// once: a later fdatasync returns 0. So every batch written into the file since its last good
+// sync fails, a batch written while the failing sync ran included, and all are written again
+// into a fresh file.
+TEST_F(FileOutputTest, AFailedFlushLosesEverythingUnsyncedAndItIsWrittenAgainIntoAFreshFile) {
+  runtime::Notification flush_started, release_flush;
+  std::atomic<int> calls{0};
+  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, [&](int fd) {
+    if (calls.fetch_add(1) > 0) return ::fdatasync(fd);
+    flush_started.Notify();
+    release_flush.WaitForNotification();
+    errno = EIO;
+    return -1;
+  });
+  ASSERT_TRUE(output.ok()) << output.status();
+  QueuedEvents events(TestEvents(20));
+  queue::Batch first = events.Take(10), second = events.Take(10);
+  Outcome first_outcome, second_outcome;
+  ASSERT_TRUE((*output)->Write(Events(first), &first_outcome).ok());
+  flush_started.WaitForNotification();
+  ASSERT_TRUE((*output)->Write(Events(second), &second_outcome).ok());  // during the flush
+  release_flush.Notify();
+  EXPECT_FALSE(first_outcome.Finish().ok());
+  EXPECT_FALSE(second_outcome.Finish().ok()) << "written before the failure was reported";
+  for (queue::Batch* batch : {&first, &second}) {
+    Outcome outcome;
+    EXPECT_TRUE(WriteAndFinish(**output, Events(*batch), &outcome).ok());
+  }
+  std::vector<uint64_t> all;
+  for (uint64_t i = 1; i <= 20; ++i) all.push_back(i);
+  EXPECT_EQ(Indexes(0), all) << "a fresh file";
+  EXPECT_EQ(Indexes(1), all) << "the lost one, rotated";
+  first.Done();
+  second.Done();
 }
 
 TEST_F(FileOutputTest, UnwritableDirectoryIsAClearError) {
