@@ -9,8 +9,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <optional>
-#include <queue>
 #include <utility>
 #include <vector>
 
@@ -119,29 +120,41 @@ struct FlushPolicy {
   }
 };
 
-// Batches done out of order. Thread safety: as a std::vector; the queues guard it with their
-// consumers' mutex.
+// Batches done out of order, as ranges of indexes merged with their neighbours: while one batch
+// stays undone (an output retrying it for good), every batch done after it joins one range, so
+// that it holds back no memory per batch. Thread safety: as a std::map; the queues guard it with
+// their consumers' mutex.
 class DoneRanges {
  public:
   // Marks [first, last] done; returns the highest index up to which all are done, given that all
   // up to `done` were.
   uint64_t Add(uint64_t first, uint64_t last, uint64_t done) {
     if (first != done + 1) {
-      early_.push({first, last});
+      auto next = early_.lower_bound(first);
+      if (next != early_.end() && next->first == last + 1) {
+        last = next->second;
+        next = early_.erase(next);
+      }
+      if (next != early_.begin() && std::prev(next)->second + 1 == first) {
+        std::prev(next)->second = last;
+      } else {
+        early_.emplace_hint(next, first, last);
+      }
       return done;
     }
     done = last;
-    while (!early_.empty() && early_.top().first == done + 1) {
-      done = early_.top().second;
-      early_.pop();
+    // Ranges are never adjacent: only the first can continue `done`.
+    if (!early_.empty() && early_.begin()->first == done + 1) {
+      done = early_.begin()->second;
+      early_.erase(early_.begin());
     }
     return done;
   }
+  // How many ranges are held.
   size_t size() const { return early_.size(); }
 
  private:
-  using Range = std::pair<uint64_t, uint64_t>;
-  std::priority_queue<Range, std::vector<Range>, std::greater<Range>> early_;
+  std::map<uint64_t, uint64_t> early_;  // first -> last
 };
 
 }  // namespace shipper::queue::internal

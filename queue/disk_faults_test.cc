@@ -8,8 +8,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "queue/disk_queue.h"
@@ -227,6 +229,79 @@ TEST_F(DiskFaultsTest, TheReaderRetriesWhatItCouldNotRead) {
   }
   io_.Fail(DiskCall::kRead, DiskFault::kShortRead);  // every read returns half: read on
   EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 100));
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 0);
+}
+
+// An event longer than max_event_bytes is accepted all the same and raises what the reader
+// trusts. A read that loaded the old limit, stalled, and then finds that event's frame in bytes
+// synced meanwhile must judge it as recovery would: an event, delivered, not damage.
+TEST_F(DiskFaultsTest, AnEventLongerThanTheReadersLimitIsDeliveredNotTakenForDamage) {
+  options_.max_event_bytes = 100;
+  options_.segment_size = 1 << 20;  // one segment
+  options_.buffer_size = 4 << 10;   // read back from the segment, not from written buffers
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  auto publish = [&](const std::vector<std::string>& bytes) {
+    std::vector<Event> events;
+    for (const std::string& b : bytes) events.emplace_back(b.data(), b.size(), &owner_);
+    ASSERT_TRUE(producer->Publish(absl::MakeSpan(events), absl::InfiniteFuture()).status.ok());
+  };
+  // 100-byte frames, more than one read's worth (kMaxRead), so the consumer reads twice.
+  std::vector<std::string> small;
+  for (int i = 0; i < 2000; ++i) {
+    small.push_back(absl::StrFormat("small %06d ", i));
+    small.back().resize(76, 's');
+  }
+  publish(small);
+  ASSERT_EQ(queue->WaitPersisted(1999, In(absl::Seconds(10))), 2000);
+
+  const int reads = io_.calls(DiskCall::kRead);
+  io_.Fail(DiskCall::kRead, DiskFault::kStall, ".seg", 1);
+  std::vector<std::string> got;
+  std::thread consumer([&] {
+    Batch batch = queue->Get(2000, In(absl::Seconds(10)));  // one batch of two reads
+    for (size_t i = 0; i < batch.size(); ++i) got.push_back(testing::Bytes(batch.event(i)));
+    batch.Done();
+  });
+  WaitFor([&] { return io_.calls(DiskCall::kRead) > reads; });  // its first read stalls
+  const std::string large = testing::Payload(7);                // 200 bytes
+  publish({large});
+  ASSERT_EQ(queue->WaitPersisted(2000, In(absl::Seconds(10))), 2001);
+  io_.Heal();
+  consumer.join();
+  EXPECT_EQ(got, small);
+  EXPECT_EQ(TakeAll(queue.get()), std::vector<std::string>{large});
+  EXPECT_EQ(queue->disk_stats().damaged_frames, 0);
+}
+
+// After a failed fdatasync the kernel may have dropped the pages it could not write, and the
+// next fdatasync passes. So everything written before the failure and not synced since is written
+// again: a round the writer was still writing, and handed over only after the syncer's retry,
+// included.
+TEST_F(DiskFaultsTest, EverythingWrittenBeforeAFailedSyncIsWrittenAgain) {
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  ASSERT_TRUE(Publish(producer.get(), 0, 5).status.ok());
+  ASSERT_EQ(queue->WaitPersisted(4, In(absl::Seconds(10))), 5);
+  // The next sync takes its time, then loses what was written to its segment meanwhile.
+  const int syncs = io_.calls(DiskCall::kSync);
+  io_.Fail(DiskCall::kSync, DiskFault::kStall, ".seg", 1);
+  io_.Fail(DiskCall::kSync, DiskFault::kLostWrites, ".seg", 1);
+  ASSERT_TRUE(Publish(producer.get(), 5, 5).status.ok());
+  WaitFor([&] { return io_.calls(DiskCall::kSync) > syncs; });
+  // A round of 20: 8 into that segment (18 fit in one), then the open of the next one stalls.
+  const int opens = io_.calls(DiskCall::kOpen);
+  io_.Fail(DiskCall::kOpen, DiskFault::kStall, ".seg", 1);
+  ASSERT_TRUE(Publish(producer.get(), 10, 20).status.ok());
+  WaitFor([&] { return io_.calls(DiskCall::kOpen) > opens; });
+  io_.Release(DiskCall::kSync);  // it fails; the retry writes and syncs the first round again
+  ASSERT_EQ(queue->WaitPersisted(9, In(absl::Seconds(10))), 10);
+  io_.Heal();  // the round of 20 is written on, and handed over
+  ASSERT_EQ(queue->WaitPersisted(29, In(absl::Seconds(10))), 30);
+  producer.reset();
+  queue.reset();
+  queue = Open();
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 30));
   EXPECT_EQ(queue->disk_stats().damaged_frames, 0);
 }
 

@@ -121,6 +121,25 @@ void LogDamage(const std::string& file, uint64_t offset, uint64_t end) {
                static_cast<unsigned long long>(end - offset));
 }
 
+// Whether the frame at `offset` of `file`, whose header is `header`, is valid: its payload read
+// `piece` bytes at a time, for one longer than the reader trusts (its length may be damaged). The
+// one rule for such frames, at recovery and when consumers read.
+absl::Status CheckLongFrame(DiskFile& file, uint64_t offset, absl::string_view header, size_t piece,
+                            bool* holds) {
+  internal::FrameCheck check(header);
+  const uint64_t end = offset + kFrameHeaderBytes + internal::DecodeFrameHeader(header).len;
+  std::string bytes;
+  for (uint64_t at = offset + kFrameHeaderBytes; at < end; at += bytes.size()) {
+    bytes.resize(std::min<uint64_t>(piece, end - at));
+    if (absl::Status read = ReadExactly(file, at, bytes.size(), bytes.data()); !read.ok()) {
+      return read;
+    }
+    check.Add(bytes);
+  }
+  *holds = check.Holds();
+  return absl::OkStatus();
+}
+
 absl::Status WriteState(DiskFile& file, uint64_t delivered_seq) {
   char state[internal::kStateBytes];
   internal::EncodeState(state, delivered_seq);
@@ -242,6 +261,10 @@ class DiskQueueImpl final : public DiskQueue {
     // directory is synced too).
     std::vector<std::shared_ptr<DiskFile>> files;
     bool created = false;
+    // sync_failures_ when the writer last began writing it: if a sync failed since, its bytes may
+    // have been dropped from the page cache (a failed fdatasync reports that once), and the
+    // syncer writes it again before it counts as synced.
+    uint64_t sync_failures = 0;
     // Whether its bytes were given back to the producers' room (by the syncer).
     bool room_freed = false;
     bool empty() const { return chunks.empty(); }
@@ -295,9 +318,9 @@ class DiskQueueImpl final : public DiskQueue {
   void SyncLoop();
   // Gives the rounds' bytes back to the producers' room, once per round.
   void FreeRoom(std::vector<Round>* rounds);
-  // Writes the rounds again if `rewrite` (the pages of a failed sync may be lost), syncs every
-  // file they wrote to and the directory if they created one.
-  absl::Status SyncRounds(std::vector<Round>* rounds, bool rewrite);
+  // Writes again each round written before a sync failed (Round::sync_failures), syncs every file
+  // they wrote to and the directory if they created one.
+  absl::Status SyncRounds(std::vector<Round>* rounds);
   void FinishRound(Round* round);
   void DropRounds(std::vector<Round>* rounds);
 
@@ -422,6 +445,8 @@ class DiskQueueImpl final : public DiskQueue {
 
   // Sync thread only.
   absl::Duration sync_backoff_ = kRetryMin;
+  // Failed syncs of segments so far: written by the syncer, read by the writer.
+  std::atomic<uint64_t> sync_failures_{0};
 
   // Recorder thread only.
   uint64_t state_done_ = 0;  // the done index the state file holds
@@ -710,7 +735,7 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
   size_t count = 0;
   uint64_t scanned_bytes = 0;
   size_t read_bytes = std::max(kMinRead, std::min(kMaxRead, want * frame_bytes_estimate_));
-  const uint32_t max_payload = max_payload_.load(std::memory_order_relaxed);
+  uint32_t max_payload = max_payload_.load(std::memory_order_relaxed);
   while (count < want && next <= synced) {
     std::optional<Segment> segment = FindSegment(cursor_segment_);
     if (!segment) break;  // cannot happen: synced events are in listed segments
@@ -771,7 +796,9 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
           get_mu_.AssertHeld();  // ReadEvents' caller holds it
           const uint64_t index = frame.seq - seq_base_;
           if (frame.seq <= seq_base_ || index < next) return true;  // delivered before
-          if (count == want) return false;
+          // Past `synced` (bytes synced since it was read): the next call's, so that read_ never
+          // passes synced_, which Get's unread count relies on.
+          if (count == want || index > synced) return false;
           if (index > next) {
             // Frames lost to damage: a batch holds consecutive indexes, so it ends before them.
             if (count > 0) {
@@ -788,10 +815,21 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
         },
         on_damage);
     if (scanned.oversized) {
-      // Longer than any event this queue was given or recovered: a damaged length. Its first
-      // byte is damage, and the scan resumes after it.
-      on_damage(scanned.offset, scanned.offset + 1);
-      ++scanned.offset;
+      // Longer than max_payload as this read loaded it: an event accepted since (it may lie
+      // past `synced`, in bytes synced meanwhile), or a damaged length. Judged as recovery judges
+      // it: a frame whose checksum holds is an event, read whole next time if it is wanted.
+      bool holds = false;
+      const absl::Status checked =
+          CheckLongFrame(*cursor_file_, base + scanned.offset,
+                         data.substr(scanned.offset, kFrameHeaderBytes), kMaxRead, &holds);
+      if (!checked.ok()) {
+        *error = checked;
+      } else if (holds) {
+        max_payload = internal::DecodeFrameHeader(data.substr(scanned.offset)).len;
+      } else {
+        on_damage(scanned.offset, scanned.offset + 1);  // the scan resumes after its first byte
+        ++scanned.offset;
+      }
     }
     cursor_offset_ += scanned.offset;
     scanned_bytes += scanned.offset;
@@ -801,7 +839,7 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
       batch->DropBuffer();
       read_bytes = std::min<uint64_t>(data.size() * 2, kFrameHeaderBytes + uint64_t{max_payload});
     }
-    if (gap) break;
+    if (gap || !error->ok()) break;
   }
   read_.store(next - 1, std::memory_order_release);
   if (count == 0) {
@@ -1008,6 +1046,7 @@ absl::StatusOr<std::shared_ptr<DiskFile>> DiskQueueImpl::SegmentFile(uint64_t id
 
 absl::Status DiskQueueImpl::WriteRound(Round* round) {
   round->files.clear();
+  round->sync_failures = sync_failures_.load(std::memory_order_acquire);
   for (Chunk& chunk : round->chunks) {
     if (!chunk.placed) {
       if (chunk.segment_id != active_segment_) {
@@ -1047,7 +1086,7 @@ void DiskQueueImpl::DropUnwritten(Round* round) {
 
 void DiskQueueImpl::SyncLoop() {
   std::vector<Round> rounds;  // being synced, kept across failed attempts
-  bool failed = false;        // the last attempt failed: they are written again first
+  bool failed = false;        // the last attempt failed: retried with the rounds handed since
   absl::Time retry_at = absl::InfinitePast();
   for (;;) {
     bool stop;
@@ -1074,7 +1113,7 @@ void DiskQueueImpl::SyncLoop() {
       // Producers may fill the buffer again while these sync; not while a sync keeps failing, so
       // that the rounds held stay bounded.
       if (!failed) FreeRoom(&rounds);
-      const absl::Status status = SyncRounds(&rounds, failed);
+      const absl::Status status = SyncRounds(&rounds);
       if (status.ok()) {
         FreeRoom(&rounds);
         for (Round& round : rounds) FinishRound(&round);
@@ -1084,6 +1123,7 @@ void DiskQueueImpl::SyncLoop() {
         sync_backoff_ = kRetryMin;
       } else {
         failed = true;
+        sync_failures_.fetch_add(1, std::memory_order_acq_rel);
         SetError(Stage::kSync, status);
         retry_at = absl::Now() + sync_backoff_;
         sync_backoff_ = std::min(sync_backoff_ * 2, kRetryMax);
@@ -1111,16 +1151,19 @@ void DiskQueueImpl::FreeRoom(std::vector<Round>* rounds) {
   producers_.NotifyAll(&wake);
 }
 
-absl::Status DiskQueueImpl::SyncRounds(std::vector<Round>* rounds, bool rewrite) {
-  if (rewrite) {
-    // After a failed fdatasync the kernel may have dropped the pages: write them again.
-    for (Round& round : *rounds) {
-      for (size_t i = 0, f = 0; i < round.chunks.size(); ++i) {
-        const Chunk& chunk = round.chunks[i];
-        while (FilePath(SegmentName(chunk.segment_id)) != round.files[f]->name()) ++f;
-        if (absl::Status status = round.files[f]->Write(chunk.offset, chunk.frames); !status.ok()) {
-          return status;
-        }
+absl::Status DiskQueueImpl::SyncRounds(std::vector<Round>* rounds) {
+  const uint64_t failures = sync_failures_.load(std::memory_order_acquire);
+  for (Round& round : *rounds) {
+    if (round.sync_failures == failures) continue;
+    // Written before a sync failed: the kernel may have dropped its pages. Written again here, by
+    // the syncer, as the writer handed it over already (perhaps after the retry took the rounds
+    // before it).
+    round.sync_failures = failures;
+    for (size_t i = 0, f = 0; i < round.chunks.size(); ++i) {
+      const Chunk& chunk = round.chunks[i];
+      while (FilePath(SegmentName(chunk.segment_id)) != round.files[f]->name()) ++f;
+      if (absl::Status status = round.files[f]->Write(chunk.offset, chunk.frames); !status.ok()) {
+        return status;
       }
     }
   }
@@ -1413,22 +1456,6 @@ auto Retried(Attempt attempt) -> decltype(attempt()) {
   }
 }
 
-// Whether the frame at `offset` of `file`, whose header is `header`, is valid: its payload read
-// kScanChunk at a time, for one longer than what the reader trusts (its length may be damaged).
-absl::StatusOr<bool> CheckLongFrame(DiskFile& file, uint64_t offset, absl::string_view header) {
-  internal::FrameCheck check(header);
-  const uint64_t end = offset + kFrameHeaderBytes + internal::DecodeFrameHeader(header).len;
-  std::string piece;
-  for (uint64_t at = offset + kFrameHeaderBytes; at < end; at += piece.size()) {
-    piece.resize(std::min<uint64_t>(kScanChunk, end - at));
-    const absl::Status read =
-        Retried([&] { return ReadExactly(file, at, piece.size(), piece.data()); });
-    if (!read.ok()) return read;
-    check.Add(piece);
-  }
-  return check.Holds();
-}
-
 // Recovery's scan of one segment (internal::ScanSegment), kScanChunk at a time, or a frame of up
 // to kFrameHeaderBytes + *max_payload. A longer frame is checked piece by piece; if it holds, it
 // is a real event (published when the inputs accepted larger ones) and *max_payload grows to it,
@@ -1460,10 +1487,12 @@ absl::StatusOr<uint64_t> ScanSegmentFile(
     offset += scanned.offset;
     if (scanned.oversized) {
       const absl::string_view header(buffer.data() + scanned.offset, kFrameHeaderBytes);
-      const absl::StatusOr<bool> holds = CheckLongFrame(**file, offset, header);
-      if (!holds.ok()) return holds.status();
+      bool holds = false;
+      const absl::Status checked =
+          Retried([&] { return CheckLongFrame(**file, offset, header, kScanChunk, &holds); });
+      if (!checked.ok()) return checked;
       const internal::FrameHeader frame = internal::DecodeFrameHeader(header);
-      if (*holds) {
+      if (holds) {
         ABSL_RAW_LOG(WARNING,
                      "disk queue: %s holds an event of %u bytes at offset %llu, more than the "
                      "largest the inputs accept now (%u): it is delivered all the same",

@@ -13,9 +13,10 @@
 // Delivered progress. Done() is in any order, as with the memory queue; the highest index up to
 // which every event is done is recorded, as its sequence number, in the state file (`state`,
 // fdatasynced) at most every 200 ms and at shutdown, and a segment is deleted once all its events
-// are done. Delivery is at-least-once: after a crash, events that were done but not yet recorded
-// are delivered again (at most the last 200 ms of deliveries, plus what was done in a segment whose
-// state was not yet written).
+// are done. Delivery is at-least-once: after a crash, every event after the recorded index is
+// delivered again: the last 200 ms of deliveries while batches are done in order, and everything
+// done after the oldest batch not yet done when they are not (one that keeps failing holds the
+// recorded index back for as long).
 //
 // Restart. Create recovers from the files: it scans every segment, skips what the state file says
 // was delivered, cuts a torn frame at the end of the last segment (a crash mid-write), and steps

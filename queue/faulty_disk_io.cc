@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace shipper::queue::testing {
 namespace {
@@ -57,6 +59,10 @@ class FaultyFile final : public DiskFile {
   }
 
   absl::Status Write(uint64_t offset, absl::string_view data) override {
+    {
+      internal::MutexLock lock(&mu_);
+      unsynced_.push_back({offset, data.size()});
+    }
     DiskFault fault;
     if (!Faulty(DiskCall::kWrite, &fault)) return base_->Write(offset, data);
     if (fault == DiskFault::kShortWrite) {
@@ -68,8 +74,26 @@ class FaultyFile final : public DiskFile {
 
   absl::Status Sync() override {
     DiskFault fault;
-    if (Faulty(DiskCall::kSync, &fault)) return FaultError(fault, DiskCall::kSync, name());
-    return base_->Sync();
+    const bool faulty = Faulty(DiskCall::kSync, &fault);
+    std::vector<std::pair<uint64_t, size_t>> unsynced;  // written before the sync (or failure)
+    {
+      internal::MutexLock lock(&mu_);
+      unsynced.swap(unsynced_);
+    }
+    if (faulty && fault == DiskFault::kLostWrites) {
+      for (const auto& [offset, size] : unsynced) {
+        absl::Status zeroed = base_->Write(offset, std::string(size, '\0'));
+        if (!zeroed.ok()) return zeroed;
+      }
+      base_->Sync().IgnoreError();  // what a later sync would find: zeros, durable
+      return FaultError(fault, DiskCall::kSync, name());
+    }
+    absl::Status status = faulty ? FaultError(fault, DiskCall::kSync, name()) : base_->Sync();
+    if (!status.ok()) {  // not known lost: a later kLostWrites loses them
+      internal::MutexLock lock(&mu_);
+      unsynced_.insert(unsynced_.begin(), unsynced.begin(), unsynced.end());
+    }
+    return status;
   }
 
   absl::StatusOr<uint64_t> Size() override {
@@ -93,16 +117,13 @@ class FaultyFile final : public DiskFile {
   }
 
  private:
-  // Whether `call` is to fail, and how; a stall waits here and then passes.
-  bool Faulty(DiskCall call, DiskFault* fault) {
-    if (!io_->Take(call, name(), fault)) return false;
-    if (*fault != DiskFault::kStall) return true;
-    io_->Stall();
-    return false;
-  }
+  bool Faulty(DiskCall call, DiskFault* fault) { return io_->Faulty(call, name(), fault); }
 
   const std::unique_ptr<DiskFile> base_;
   FaultyDiskIo* const io_;
+  internal::Mutex mu_;
+  // Written since the last sync that passed (or failed otherwise than kLostWrites).
+  std::vector<std::pair<uint64_t, size_t>> unsynced_ ABSL_GUARDED_BY(mu_);
 };
 
 void FaultyDiskIo::Fail(DiskCall call, DiskFault fault, absl::string_view path_part, int times,
@@ -120,14 +141,12 @@ void FaultyDiskIo::Heal() {
   healed_.SignalAll();
 }
 
-void FaultyDiskIo::Stall() {
-  mu_.Lock();
-  const uint64_t heals = heals_;
-  while (heals_ == heals) {
-    healed_.WaitAndUnlock(&mu_, absl::InfiniteFuture());
-    mu_.Lock();
+void FaultyDiskIo::Release(DiskCall call) {
+  {
+    internal::MutexLock lock(&mu_);
+    ++releases_[static_cast<int>(call)];
   }
-  mu_.Unlock();
+  healed_.SignalAll();
 }
 
 int FaultyDiskIo::calls(DiskCall call) const {
@@ -150,9 +169,28 @@ void FaultyDiskIo::CountRead(size_t size) {
   largest_read_ = std::max(largest_read_, size);
 }
 
-bool FaultyDiskIo::Take(DiskCall call, const std::string& path, DiskFault* fault) {
-  internal::MutexLock lock(&mu_);
+bool FaultyDiskIo::Faulty(DiskCall call, const std::string& path, DiskFault* fault) {
+  mu_.Lock();
   ++calls_[static_cast<int>(call)];
+  for (;;) {
+    if (!TakeLocked(call, path, fault)) break;
+    if (*fault != DiskFault::kStall) {
+      mu_.Unlock();
+      return true;
+    }
+    // Counted under the same lock as the stall was taken: a Release() right after is not missed.
+    const uint64_t heals = heals_;
+    const uint64_t releases = releases_[static_cast<int>(call)];
+    while (heals_ == heals && releases_[static_cast<int>(call)] == releases) {
+      healed_.WaitAndUnlock(&mu_, absl::InfiniteFuture());
+      mu_.Lock();
+    }
+  }
+  mu_.Unlock();
+  return false;
+}
+
+bool FaultyDiskIo::TakeLocked(DiskCall call, const std::string& path, DiskFault* fault) {
   for (auto it = failures_.begin(); it != failures_.end(); ++it) {
     if (it->call != call || path.find(it->path_part) == std::string::npos) continue;
     if (it->skip > 0) {
@@ -170,7 +208,7 @@ bool FaultyDiskIo::Take(DiskCall call, const std::string& path, DiskFault* fault
 absl::StatusOr<std::unique_ptr<DiskFile>> FaultyDiskIo::Open(const std::string& path,
                                                              OpenMode mode) {
   DiskFault fault;
-  if (Take(DiskCall::kOpen, path, &fault)) return FaultError(fault, DiskCall::kOpen, path);
+  if (Faulty(DiskCall::kOpen, path, &fault)) return FaultError(fault, DiskCall::kOpen, path);
   absl::StatusOr<std::unique_ptr<DiskFile>> file = base_->Open(path, mode);
   if (!file.ok()) return file.status();
   return std::make_unique<FaultyFile>(*std::move(file), this);
@@ -178,13 +216,13 @@ absl::StatusOr<std::unique_ptr<DiskFile>> FaultyDiskIo::Open(const std::string& 
 
 absl::StatusOr<std::vector<std::string>> FaultyDiskIo::List(const std::string& path) {
   DiskFault fault;
-  if (Take(DiskCall::kList, path, &fault)) return FaultError(fault, DiskCall::kList, path);
+  if (Faulty(DiskCall::kList, path, &fault)) return FaultError(fault, DiskCall::kList, path);
   return base_->List(path);
 }
 
 absl::Status FaultyDiskIo::CreateDirs(const std::string& path) {
   DiskFault fault;
-  if (Take(DiskCall::kCreateDirs, path, &fault)) {
+  if (Faulty(DiskCall::kCreateDirs, path, &fault)) {
     return FaultError(fault, DiskCall::kCreateDirs, path);
   }
   return base_->CreateDirs(path);
@@ -192,7 +230,7 @@ absl::Status FaultyDiskIo::CreateDirs(const std::string& path) {
 
 absl::Status FaultyDiskIo::Remove(const std::string& path) {
   DiskFault fault;
-  if (Take(DiskCall::kRemove, path, &fault)) return FaultError(fault, DiskCall::kRemove, path);
+  if (Faulty(DiskCall::kRemove, path, &fault)) return FaultError(fault, DiskCall::kRemove, path);
   return base_->Remove(path);
 }
 

@@ -44,7 +44,11 @@ enum class DiskFault {
   kShortRead,   // a read returns half the bytes asked for (at least one): callers must read on
   kEndOfFile,   // a read returns no bytes, as if the file ended there
   kShortWrite,  // a write writes the first half of its bytes, then fails with ENOSPC
-  kStall,       // a file's call waits until Heal(), then passes: a device that takes its time
+  kStall,       // a call waits until Heal() or Release(), then goes on (see Release)
+  // A sync fails with EIO, and what was written through that file since its last sync that
+  // passed reads back as zeros: the kernel dropped the pages it could not write back, and will
+  // not say so again (Linux; "fsyncgate"). Other calls fail with EIO.
+  kLostWrites,
 };
 
 class FaultyDiskIo final : public DiskIo {
@@ -58,6 +62,9 @@ class FaultyDiskIo final : public DiskIo {
             int skip = 0);
   // Ends every failure: calls pass again, stalled ones go on.
   void Heal();
+  // The `call`s stalled so far go on, to the next failure that matches them if there is one (a
+  // sync that takes its time, then fails); the failures stay.
+  void Release(DiskCall call);
   // How many `call`s were made, and how many of them failed.
   int calls(DiskCall call) const;
   int failures(DiskCall call) const;
@@ -79,11 +86,13 @@ class FaultyDiskIo final : public DiskIo {
     int skip;
   };
 
-  // Counts `call` on `path` as made; true and its fault if it is to fail.
-  bool Take(DiskCall call, const std::string& path, DiskFault* fault);
+  // Counts `call` on `path` as made; true and its fault if it is to fail. A stall waits here
+  // (until Heal() or Release(call)) and then goes on to the next failure that matches, if any.
+  bool Faulty(DiskCall call, const std::string& path, DiskFault* fault);
+  // The first failure that matches, taken. REQUIRES: mu_ held.
+  bool TakeLocked(DiskCall call, const std::string& path, DiskFault* fault)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CountRead(size_t size);
-  // Waits until Heal() is called.
-  void Stall();
 
   DiskIo* const base_;
   mutable internal::Mutex mu_;
@@ -92,6 +101,7 @@ class FaultyDiskIo final : public DiskIo {
   int failed_[kDiskCalls] ABSL_GUARDED_BY(mu_) = {};
   size_t largest_read_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t heals_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t releases_[kDiskCalls] ABSL_GUARDED_BY(mu_) = {};
   internal::CondVar healed_;
 };
 
