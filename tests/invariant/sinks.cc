@@ -18,6 +18,7 @@
 #include "httplib.h"
 #include "rapidjson/document.h"
 #include "tests/kafka/mock_cluster.h"
+#include "tests/kafka/real_kafka.h"
 #include "tests/outputs/producer_client.h"
 #include "tests/outputs/redis_server.h"
 #include "tests/testing/shipper_process.h"
@@ -209,6 +210,56 @@ class KafkaSink final : public Sink {
   explicit KafkaSink(std::unique_ptr<MockCluster> cluster) : cluster_(std::move(cluster)) {}
 
   std::unique_ptr<MockCluster> cluster_;
+  std::vector<int64_t> offsets_;  // where the next Read() starts, by partition
+  std::vector<int64_t> seqs_;     // what Read() read so far
+};
+
+// One real Kafka node (tests/kafka/real_kafka.h), in a JVM of its own: what the mock cluster
+// cannot be, a broker killed (and restarted on its log, recovering it) or frozen.
+class RealKafkaSink final : public Sink {
+ public:
+  static absl::StatusOr<std::unique_ptr<Sink>> Start(const std::string& dir) {
+    auto kafka = RealKafka::Start(1, dir);
+    if (!kafka.ok()) return kafka.status();
+    if (absl::Status created = (*kafka)->CreateTopic("events", kKafkaPartitions); !created.ok()) {
+      return created;
+    }
+    return std::unique_ptr<Sink>(new RealKafkaSink(*std::move(kafka)));
+  }
+
+  std::vector<std::string> ShipperArgs() const override {
+    return {"-E", "shipper.output.kafka.enabled=true",
+            "-E", absl::StrCat("shipper.output.kafka.hosts=", kafka_->bootstraps()),
+            "-E", "shipper.output.kafka.topic=events",
+            "-E", "shipper.output.kafka.timeout=2s"};
+  }
+  absl::StatusOr<std::vector<int64_t>> Read() override {
+    auto messages = kafka_->Consume("events", kKafkaPartitions, absl::Seconds(60), &offsets_);
+    if (!messages.ok()) return messages.status();
+    for (const KafkaMessage& m : *messages) seqs_.push_back(TestSeq(m.value));
+    return seqs_;
+  }
+  std::vector<std::string> Faults() const override { return {"kill", "freeze"}; }
+  absl::Status Inject(absl::string_view name, std::mt19937_64& rng,
+                      const std::function<void()>& during) override {
+    if (name == "kill") {  // SIGKILLed, restarted on its log: it keeps what it acknowledged
+      kafka_->Kill(1);
+      FaultFor(rng, 100, 1000);
+      during();
+      return kafka_->Restart(1);
+    }
+    // "freeze": connections open, nothing answered; beyond the output's 2 s timeout at times.
+    kafka_->Freeze(1);
+    FaultFor(rng, 300, 3000);
+    during();
+    kafka_->Thaw(1);
+    return absl::OkStatus();
+  }
+
+ private:
+  explicit RealKafkaSink(std::unique_ptr<RealKafka> kafka) : kafka_(std::move(kafka)) {}
+
+  std::unique_ptr<RealKafka> kafka_;
   std::vector<int64_t> offsets_;  // where the next Read() starts, by partition
   std::vector<int64_t> seqs_;     // what Read() read so far
 };
@@ -513,7 +564,7 @@ class ForwardSink final : public Sink {
 }  // namespace
 
 const std::vector<std::string>& SinkNames() {
-  static const std::vector<std::string> kNames = {"file",          "redis",   "kafka",
+  static const std::vector<std::string> kNames = {"file",          "redis",   "kafka", "kafka_real",
                                                   "elasticsearch", "shipper", "otlp"};
   return kNames;
 }
@@ -524,6 +575,7 @@ absl::StatusOr<std::unique_ptr<Sink>> StartSink(absl::string_view name, const st
   if (name == "file") return std::unique_ptr<Sink>(new FileSink(dir));
   if (name == "redis") return RedisSink::Start(dir);
   if (name == "kafka") return KafkaSink::Start();
+  if (name == "kafka_real") return RealKafkaSink::Start(dir);
   if (name == "elasticsearch") return ElasticsearchSink::Start(dir, seed);
   if (name == "shipper") return ForwardSink::Start(dir);
   if (name == "otlp") return OtlpSink::Start(dir);

@@ -2,9 +2,10 @@
 // that destination can suffer, started by the test on loopback: the file output (no destination
 // process: its faults are Shipper's own), Redis (a real redis-server, append-only and fsynced
 // always, so that a killed one keeps what it acknowledged), Kafka (librdkafka's mock cluster in
-// this process), Elasticsearch (fake_elasticsearch.py, which follows the _bulk API's
-// documentation), forwarding (a second Shipper as aggregator, writing to a file) and OTLP
-// (fake_otlp_receiver.py, which answers as the OTLP specification says).
+// this process; kafka_real: one real Kafka node, tests/kafka/real_kafka.h), Elasticsearch
+// (fake_elasticsearch.py, which follows the _bulk API's documentation), forwarding (a second
+// Shipper as aggregator, writing to a file) and OTLP (fake_otlp_receiver.py, which answers as the
+// OTLP specification says).
 //
 // Every destination keeps what it acknowledged across its faults, so what it holds only grows:
 // a persisted index read during a fault can be checked against it afterwards.
