@@ -195,7 +195,12 @@ TEST_F(OtlpHttpServerTest, TheBodyIsChargedToTheBudgetBeforeItIsRead) {
 TEST_F(OtlpHttpServerTest, TheVerdictDoesNotDependOnHowTheBodyWasSent) {
   collector::ExportLogsServiceRequest records;
   auto* scope = records.add_resource_logs()->add_scope_logs();
-  for (int i = 0; i < 1000; ++i) scope->add_log_records()->mutable_body()->set_string_value("x");
+  for (int i = 0; i < 1000; ++i) {
+    auto* record = scope->add_log_records();
+    record->mutable_body()->set_string_value("x");
+    // A time of its own: the arrival time's nanoseconds would change the converted size.
+    record->set_time_unix_nano(1700000000123456789);
+  }
   const std::string request = records.SerializeAsString();
   LogsConversion conversion;
   ASSERT_TRUE(conversion.Scan(request, absl::Now(), 64 << 10, 1000).ok());
