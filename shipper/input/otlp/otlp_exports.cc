@@ -328,6 +328,15 @@ void OtlpExports::Export(OtlpTransport transport, absl::string_view request, abs
         ", more than the memory budget shipper.queue.mem.bytes (", budget_->capacity(),
         " bytes): send fewer records per export")));
   }
+  if (budget_->capacity() == 0 && bytes > kUnbudgetedMultiple * settings_.max_message_size) {
+    // Nothing else bounds it: each record copies its resource's and scope's entries, so a
+    // 1 MiB resource over 65,000 empty records would be 64 GiB.
+    return refuse(absl::ResourceExhaustedError(
+        absl::StrCat("the export's records take ", bytes, " bytes once converted, more than ",
+                     kUnbudgetedMultiple, " x shipper.otlp.max_message_size (",
+                     kUnbudgetedMultiple * settings_.max_message_size,
+                     " bytes; shipper.queue.mem.bytes is 0): send fewer records per export")));
+  }
   if (!budget_->TryAcquire(bytes)) {
     return refuse(absl::UnavailableError(
         "the memory budget (shipper.queue.mem.bytes) has no room for the export now"));

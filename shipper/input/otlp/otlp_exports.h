@@ -82,6 +82,11 @@ class OtlpExports {
   // records' bookkeeping is bounded before the budget is charged, and the Collector's exporter
   // sends 8192 at most by default.
   static constexpr size_t kMaxRecords = 65536;
+  // With shipper.queue.mem.bytes: 0 (no budget) an export whose records take more than this
+  // many times shipper.otlp.max_message_size once converted is refused as too large
+  // (RESOURCE_EXHAUSTED) before they are made, and OTLP/HTTP refuses a JSON body whose decoding
+  // would hold more: so a request holds at most about this multiple of max_message_size.
+  static constexpr size_t kUnbudgetedMultiple = 16;
 
   // `queue` and `budget` must outlive this object.
   OtlpExports(queue::Queue* queue, runtime::MemoryBudget* budget, const OtlpSettings& settings);

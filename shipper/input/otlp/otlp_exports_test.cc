@@ -199,6 +199,36 @@ TEST_F(OtlpExportsTest, AFullBudgetAsksToRetryLater) {
   EXPECT_EQ(queue_->stats().events, 10);
 }
 
+// With shipper.queue.mem.bytes: 0 nothing else bounds what an export's records take: 60 KB
+// (a 30 KB resource attribute over 15,000 empty records, each copying it) would be 450 MB once
+// converted. Refused by its own size before any of it is made.
+TEST_F(OtlpExportsTest, WithoutABudgetAnExportHoldsABoundedMultipleOfItsSize) {
+  queue::MemoryOptions options;
+  options.max_events = 100000;
+  options.max_bytes = size_t{1} << 30;
+  queue_ = std::move(*queue::MemoryQueue::Create(options));
+  budget_ = std::make_unique<runtime::MemoryBudget>(0);
+  settings_.ack = OtlpAck::kQueued;
+  settings_.max_message_size = 64 << 10;
+  exports_ = std::make_unique<OtlpExports>(queue_.get(), budget_.get(), settings_);
+  collector::ExportLogsServiceRequest request;
+  auto* rl = request.add_resource_logs();
+  auto* attribute = rl->mutable_resource()->add_attributes();
+  attribute->set_key("big");
+  attribute->mutable_value()->set_string_value(std::string(30 << 10, 'r'));
+  auto* scope = rl->add_scope_logs();
+  for (int i = 0; i < 15000; ++i) scope->add_log_records();
+  const std::string bytes = request.SerializeAsString();
+  ASSERT_LT(bytes.size(), settings_.max_message_size);
+  Answer answer;
+  exports_->Export(OtlpTransport::kHttp, bytes, absl::Now(), answer.Done());
+  EXPECT_EQ(answer.outcome.status.code(), absl::StatusCode::kResourceExhausted)
+      << answer.outcome.status;
+  EXPECT_THAT(answer.outcome.status.message(), HasSubstr("shipper.otlp.max_message_size"));
+  EXPECT_EQ(queue_->stats().events, 0);
+  EXPECT_EQ(budget_->in_use(), 0);
+}
+
 TEST_F(OtlpExportsTest, TooLargeUndecodableAndPartlyTooLarge) {
   Start(OtlpAck::kQueued, 100, /*budget=*/8192);
   Answer large, garbage, partial;

@@ -312,6 +312,20 @@ class OtlpHttpServerImpl final : public OtlpHttpServer {
               /*close=*/false, response);
         return;
       }
+      const size_t unbudgeted_limit =
+          OtlpExports::kUnbudgetedMultiple * exports_->max_message_size();
+      if (exports_->budget()->capacity() == 0 && cost->bytes > unbudgeted_limit) {
+        Reply(exports_->Refused(
+                  OtlpTransport::kHttp,
+                  absl::ResourceExhaustedError(absl::StrCat(
+                      "decoding the OTLP/JSON request takes up to ", cost->bytes,
+                      " bytes, more than ", OtlpExports::kUnbudgetedMultiple,
+                      " x shipper.otlp.max_message_size (", unbudgeted_limit,
+                      " bytes; shipper.queue.mem.bytes is 0): send fewer values per export")),
+                  arrival),
+              json, /*close=*/false, response);
+        return;
+      }
       if (!decoding.Reserve(cost->bytes)) {
         Reply(NoRoom(cost->bytes + body.size(), arrival), json, /*close=*/false, response);
         return;
