@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/outputs/producer_client.h"
 #include "tests/outputs/redis_server.h"
@@ -121,6 +122,60 @@ std::set<int64_t> Seqs(const std::string& path) {
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) seqs.insert(TestSeq(line));
   return seqs;
+}
+
+// The aggregator refuses for good what it will never take: here an event larger than its
+// shipper.server.max_message_size. The sidecar sends the refused requests again in halves,
+// forwards every other event and records that one alone as a dead letter, so that its persisted
+// index passes it instead of standing behind it for good.
+TEST(ForwardTest, AnEventTheAggregatorRefusesForGoodIsADeadLetterAndTheRestIsForwarded) {
+  const std::string out = absl::StrCat(getenv("TEST_TMPDIR"), "/refusing");
+  std::filesystem::remove_all(out);
+  const std::string dead_letters = out + "/dead.ndjson";
+  auto aggregator =
+      ShipperProcess::Start({"-E", absl::StrCat("shipper.output.file.path=", out), "-E",
+                             "shipper.server.max_message_size=65536", "-E", "http.port=0"});
+  ASSERT_TRUE(aggregator.ok()) << aggregator.status();
+  auto sidecar =
+      ShipperProcess::Start({"-E", "shipper.output.shipper.enabled=true", "-E",
+                             absl::StrCat("shipper.output.shipper.server=", aggregator->address()),
+                             "-E", absl::StrCat("shipper.dead_letter.path=", dead_letters), "-E",
+                             "shipper.output.backoff.init=50ms", "-E",
+                             "shipper.output.backoff.max=200ms", "-E", "http.port=0"});
+  ASSERT_TRUE(sidecar.ok()) << sidecar.status();
+
+  ProducerClient publisher(sidecar->address());
+  ASSERT_EQ(publisher.Publish(0, 100, 100, absl::Now() + absl::Seconds(30)), 100u);
+  // Event 100, larger than the aggregator takes: index 101 (one publisher, one process).
+  auto stub = elastic::agent::shipper::v1::Producer::NewStub(
+      grpc::CreateChannel(sidecar->address(), grpc::InsecureChannelCredentials()));
+  elastic::agent::shipper::v1::messages::PublishRequest request;
+  request.set_uuid(publisher.uuid());
+  *request.add_events() = TestEvent(100);
+  (*request.mutable_events(0)->mutable_fields()->mutable_data())["big"].set_string_value(
+      std::string(100000, 'x'));
+  elastic::agent::shipper::v1::messages::PublishReply reply;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub->PublishEvents(&context, request, &reply).ok());
+  ASSERT_EQ(reply.accepted_index(), 101u);
+  ProducerClient more(sidecar->address());
+  ASSERT_EQ(more.Publish(101, 99, 100, absl::Now() + absl::Seconds(30)), 99u);
+
+  ProducerClient checker(sidecar->address());
+  EXPECT_EQ(checker.AwaitPersisted(200, absl::Now() + absl::Seconds(60)), 200u) << sidecar->Log();
+  std::set<int64_t> want;
+  for (int64_t seq = 0; seq < 200; ++seq) {
+    if (seq != 100) want.insert(seq);
+  }
+  EXPECT_EQ(Seqs(out + "/shipper.ndjson"), want);
+  std::ifstream in(dead_letters);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(lines[0], "max_message_size")) << lines[0];
+  const size_t event = lines[0].find("\"event\":");
+  ASSERT_NE(event, std::string::npos) << lines[0];
+  EXPECT_EQ(TestSeq(lines[0].substr(event + 8, lines[0].size() - event - 9)), 100) << lines[0];
 }
 
 // The aggregator frozen (SIGSTOP: its connections stay open, nothing answers) for longer than

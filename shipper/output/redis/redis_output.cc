@@ -99,7 +99,6 @@ class RedisOutput final : public Output {
       sent.push_back(i);
     }
 
-    absl::Status transient;         // the first error reply other than WRONGTYPE
     size_t heard = 0, unheard = 0;  // PUBLISHes that reached a subscriber, and none
     for (size_t i : sent) {
       void* raw = nullptr;
@@ -111,17 +110,18 @@ class RedisOutput final : public Output {
       if (reply->type == REDIS_REPLY_INTEGER) ++(reply->integer > 0 ? heard : unheard);
       if (reply->type != REDIS_REPLY_ERROR) continue;
       absl::string_view error(reply->str, reply->len);
+      const std::string reason = absl::StrCat("redis ", hosts_[host].name, ": ", error);
       if (absl::StartsWith(error, "WRONGTYPE")) {
-        outcome->rejected.push_back({i, absl::StrCat("redis ", hosts_[host].name, ": ", error)});
-      } else if (transient.ok()) {
-        transient = absl::UnavailableError(absl::StrCat("redis ", hosts_[host].name, ": ", error));
+        outcome->rejected.push_back({i, reason});
+      } else {
+        // Only this command is retried (OOM, LOADING, ...): the others were written.
+        outcome->Fail(i, reason);
       }
     }
     // Every reply was read: the connection is in step and may serve the next batch.
     Release(*std::move(connection), host);
-    if (!transient.ok()) return transient;
     if (config_.datatype == RedisDatatype::kChannel) {
-      // Counted once the batch is done: a retried one is published again.
+      // Only commands that succeeded answer a count; a retried one is counted when it does.
       unheard_.Add(unheard);
       published_.Add(heard);
     }

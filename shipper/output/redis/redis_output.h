@@ -8,9 +8,10 @@
 //
 // A batch is written once Redis has replied to each of its commands. A WRONGTYPE reply (the key
 // holds another type) and an event missing a field the key needs are rejections for good (the
-// dead-letter file); any other error reply, a timeout or a lost connection is transient: the
-// connection is dropped, the whole batch retried, and the next attempt connects anew, trying the
-// hosts in turn. A PUBLISH that reached no subscriber is written, as Beats takes it (Redis keeps
+// dead-letter file); any other error reply (OOM, LOADING) fails that command for now: only those
+// events are retried. A timeout or a lost connection leaves every reply unknown: the connection
+// is dropped, the whole batch retried, and the next attempt connects anew, trying the hosts in
+// turn. A PUBLISH that reached no subscriber is written, as Beats takes it (Redis keeps
 // nothing of it), and counted: shipper_output_items_total{output="redis",outcome="no_subscriber"},
 // beside outcome="published" for those that reached one.
 //

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -34,6 +35,17 @@ constexpr absl::Duration kResubscribeDelay = absl::Milliseconds(100);
 // a next Shipper of this version never takes them for abuse.
 constexpr absl::Duration kMinKeepalive = absl::Seconds(2);
 
+// Whether the next Shipper refused a request for what it holds, and would refuse it again: its
+// events (INVALID_ARGUMENT: not protobuf or UTF-8, nested too deep, refused by strict mode, too
+// many for one request) or its size (RESOURCE_EXHAUSTED for a request "larger than"
+// shipper.server.max_message_size, or than gRPC's own receive limit). Not a lack of memory or of
+// room (RESOURCE_EXHAUSTED otherwise), nor any other error: those pass, and are retried.
+bool RefusedForGood(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+         (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+          absl::StrContains(status.error_message(), "larger than"));
+}
+
 class ShipperOutput final : public Output {
  public:
   ShipperOutput(const ShipperOutputSettings& config, std::shared_ptr<grpc::Channel> channel)
@@ -46,7 +58,7 @@ class ShipperOutput final : public Output {
     follower_.join();
   }
 
-  absl::Status Write(const Events& events, Outcome*) override {
+  absl::Status Write(const Events& events, Outcome* outcome) override {
     uint64_t generation;  // the follower's, before anything of the batch was sent
     uint64_t breaks;      // of the follower's stream, before then too
     std::string uuid;     // of the instance that took the batch's first events
@@ -57,19 +69,25 @@ class ShipperOutput final : public Output {
       uuid = known_uuid_;
     }
     bool first = true;
-    // Publishes until every event is accepted by one and the same Shipper instance.
+    // Publishes until every event is accepted by one and the same Shipper instance, or refused
+    // for good: a refused request is sent again in halves, down to its refused events alone,
+    // which are rejected (dead letters); the rest of the batch then goes in requests as small.
     uint64_t last_index = 0;
+    size_t most = events.size();  // events per request
     for (size_t next = 0; next < events.size();) {
       google::protobuf::Arena arena;
       auto* request = google::protobuf::Arena::CreateMessage<pb::PublishRequest>(&arena);
       request->set_uuid(uuid);
       size_t bytes = 0;
-      for (size_t i = next; i < events.size() && (i == next || bytes < kMaxRequestBytes); ++i) {
+      size_t sent = 0;
+      for (size_t i = next;
+           i < events.size() && (i == next || (bytes < kMaxRequestBytes && sent < most)); ++i) {
         // The event's bytes as they are: an unknown field numbered like `events` is written
         // out exactly as an Event entry, with no decoding and encoding on the way.
         request->GetReflection()->MutableUnknownFields(request)->AddLengthDelimited(
             2, std::string(events.bytes(i)));
         bytes += events.bytes(i).size();
+        ++sent;
       }
       pb::PublishReply reply;
       grpc::ClientContext context;
@@ -77,6 +95,17 @@ class ShipperOutput final : public Output {
       if (!Register(&context)) return absl::CancelledError("shutting down");
       grpc::Status status = stub_->PublishEvents(&context, *request, &reply);
       Unregister(&context);
+      if (RefusedForGood(status)) {
+        if (sent > 1) {
+          most = sent / 2;
+          continue;
+        }
+        outcome->rejected.push_back(
+            {next, absl::StrCat("refused by the Shipper at ", config_.server, ": ",
+                                status.error_message())});
+        ++next;
+        continue;
+      }
       if (!status.ok()) {
         if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
           absl::MutexLock lock(&mu_);
@@ -100,6 +129,7 @@ class ShipperOutput final : public Output {
       next += reply.accepted_count();
     }
 
+    if (last_index == 0) return absl::OkStatus();  // every event refused for good
     absl::MutexLock lock(&mu_);
     while (!(follower_uuid_ == uuid && persisted_ >= last_index)) {
       // The follower saw another instance after this batch started, and that was not the one

@@ -6,7 +6,10 @@
 // to the batch's last accepted index is persisted there: upstream acknowledges nothing the next
 // hop could still lose. The next Shipper's uuid is tracked: when it changes before the batch is
 // persisted (the next Shipper restarted and lost its queue), or any call fails, Write() returns
-// a transient error and the whole batch is resent. Each PublishEvents call has the deadline
+// a transient error and the whole batch is resent. A request the next Shipper refuses for what it
+// holds (an event its checks refuse, or a request larger than its max_message_size) is sent
+// again in halves, so that only the events it refuses alone are rejected for good: they go to the
+// dead letters, and the rest of the batch is forwarded. Each PublishEvents call has the deadline
 // shipper.output.shipper.timeout; the channel pings a connection silent for as long, so that a
 // next Shipper frozen or gone behind a half-open connection ends the PersistedIndex stream, and
 // with it every Write() still waiting on it (its batch resent): no worker waits for good.
