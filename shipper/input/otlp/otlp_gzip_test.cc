@@ -1,30 +1,17 @@
 #include "shipper/input/otlp/otlp_gzip.h"
 
-#include <zlib.h>
-
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shipper/input/otlp/otlp_compress_testing.h"
 
 namespace shipper {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string Gzip(const std::string& plain) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, plain.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
-  z.avail_in = plain.size();
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = out.size();
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+std::string Gzip(const std::string& plain) { return testing::Compress(plain); }
 
 struct Charges {
   size_t charged = 0;
@@ -93,6 +80,31 @@ TEST(OtlpGzipTest, DamagedOrTruncatedOrNotGzip) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Gunzip("not gzip at all", 1 << 20, "limit", std::ref(charges), &out).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OtlpInflaterTest, InflatesABodyThatArrivesAByteAtATimeInEveryCoding) {
+  const std::string plain = std::string(100000, 'p') + "tail";
+  for (int bits : {16 + MAX_WBITS, MAX_WBITS, -MAX_WBITS}) {
+    SCOPED_TRACE(bits);
+    const std::string compressed = testing::Compress(plain, bits);
+    Inflater inflater(bits > 16 ? ContentCoding::kGzip : ContentCoding::kDeflate, 1 << 20, "limit");
+    std::string out;
+    for (char c : compressed) {
+      ASSERT_TRUE(inflater
+                      .Feed(absl::string_view(&c, 1),
+                            [&](const char* data, size_t size) {
+                              out.append(data, size);
+                              return true;
+                            })
+                      .ok());
+    }
+    EXPECT_TRUE(inflater.Finish().ok());
+    EXPECT_EQ(out, plain);
+  }
+  EXPECT_EQ(ParseContentEncoding(""), ContentCoding::kIdentity);
+  EXPECT_EQ(ParseContentEncoding(" GZIP "), ContentCoding::kGzip);
+  EXPECT_EQ(ParseContentEncoding("zstd"), std::nullopt);
+  EXPECT_EQ(ParseContentEncoding("gzip, br"), std::nullopt);
 }
 
 }  // namespace

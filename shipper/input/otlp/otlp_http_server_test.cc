@@ -1,7 +1,5 @@
 #include "shipper/input/otlp/otlp_http_server.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <future>
 #include <memory>
@@ -18,6 +16,7 @@
 #include "queue/memory_queue.h"
 #include "queue/test_util.h"
 #include "runtime/memory_budget.h"
+#include "shipper/input/otlp/otlp_compress_testing.h"
 #include "shipper/input/otlp/otlp_conversion.h"
 
 namespace shipper {
@@ -256,20 +255,7 @@ TEST_F(OtlpHttpServerTest, AJsonBodyIsChargedForWhatDecodingItBuilds) {
   EXPECT_EQ(DeliverAll(), 0);
 }
 
-// `plain` compressed by zlib: gzip (window_bits 16 + 15), zlib's deflate (15) or raw (-15).
-std::string Compress(const std::string& plain, int window_bits) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, plain.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
-  z.avail_in = plain.size();
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = out.size();
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+using testing::Compress;
 
 TEST_F(OtlpHttpServerTest, ContentEncodingsAreOursToDecodeAndOthersAre415) {
   Start(OtlpAck::kQueued);
