@@ -33,6 +33,9 @@ For each event shape, shipper_load sends the same number of events to
   (f) kafka-direct             -- kafka_bench --produce: the same documents straight into a fresh
                                   mock cluster with librdkafka at the same settings (no gRPC, no
                                   Shipper); its shipper_cpu_sec_per_million is the producer's,
+  (g) kafka-real, kafka-direct-real -- (e) and (f) into one real Apache Kafka node
+                                  (kafka_bench --serve --real: tests/kafka/real_kafka.h, the
+                                  broker ./dev installs), kafka-real's ratio to kafka-direct-real;
 and, for context, null_server --decode=envelope ("transport": events counted, not decoded) and
 null_server --decode=full ("protobuf": every event parsed into protobuf messages, as Shipper did
 before it kept events as wire bytes),
@@ -86,6 +89,8 @@ KAFKA_TARGETS = {
     "kafka-gzip6": {"compression": "gzip", "compression_level": 6},
     "kafka-lz4": {"compression": "lz4", "compression_level": -1},
     "kafka-zstd": {"compression": "zstd", "compression_level": -1},
+    # Into one real Kafka node (kafka_bench --serve --real), against kafka-direct-real.
+    "kafka-real": {},
 }
 KAFKA_METRICS = {"shipper_kafka_sent_bytes_total": "kafka_sent_bytes",
                  "shipper_kafka_sent_message_bytes_total": "kafka_message_bytes"}
@@ -99,16 +104,18 @@ def baseline_of(target):
     """The target whose events/s a target's ratio divides by."""
     for output in ("kafka", "elasticsearch"):
         if target.startswith(output):
-            return output + "-direct"
+            return output + "-direct" + ("-real" if target.endswith("-real") else "")
     return "null"
 
 
 # The record's key for a target's baseline figure.
 BASELINE_KEYS = {"null": "null_server_events_per_sec",
                  "kafka-direct": "kafka_direct_events_per_sec",
+                 "kafka-direct-real": "kafka_direct_real_events_per_sec",
                  "elasticsearch-direct": "elasticsearch_direct_events_per_sec"}
 # Targets that run without a Shipper binary.
-BASELINES = ("null", "transport", "protobuf", "kafka-direct", "elasticsearch-direct")
+BASELINES = ("null", "transport", "protobuf", "kafka-direct", "kafka-direct-real",
+             "elasticsearch-direct")
 
 
 def log(*parts):
@@ -221,7 +228,7 @@ class Bench:
                      "-E", "shipper.output.elasticsearch.compression_level=%d"
                      % ES_LEVELS[output]]
         if output in KAFKA_TARGETS:
-            fake = self.start_mock_cluster(name)
+            fake = self.start_mock_cluster(name, real=output.endswith("-real"))
             settings = dict(KAFKA_TARGETS[output])
             # Statistics often enough that the last requests are counted at the end.
             librdkafka = ["statistics.interval.ms=200"] + settings.pop("librdkafka", [])
@@ -268,13 +275,19 @@ class Bench:
                 "p50_ms": None, "p99_ms": None, "event_bytes": None, "batch": None,
                 "channels": None, "inflight": None, "client_cpu_sec": 0.0}
 
-    def start_mock_cluster(self, name):
-        return Server(name + "/mock", [self.o.kafka_bench, "--serve", "--topic=bench"],
-                      self.workdir)
+    def start_mock_cluster(self, name, real=False):
+        """kafka_bench --serve: the mock cluster, or with `real` one real Kafka node (a JVM, its
+        CPU not in fake_cpu_sec: kafka_bench's child)."""
+        argv = [self.o.kafka_bench, "--serve", "--topic=bench"]
+        if real:
+            argv += ["--real", "--dir=" + os.path.join(self.workdir,
+                                                       name.replace("/", "_") + ".kafka")]
+        return Server(name + ("/kafka" if real else "/mock"), argv, self.workdir,
+                      start_timeout=180.0 if real else 30.0)
 
-    def kafka_direct(self, name, shape, events):
-        """The baseline: kafka_bench --produce into a fresh mock cluster."""
-        mock = self.start_mock_cluster(name)
+    def kafka_direct(self, name, shape, events, real=False):
+        """The baseline: kafka_bench --produce into a fresh mock cluster (or real Kafka node)."""
+        mock = self.start_mock_cluster(name, real)
         try:
             codec, level = KAFKA_DEFAULT_COMPRESSION
             p = subprocess.run([self.o.kafka_bench, "--produce", "--bootstrap=" + mock.address,
@@ -346,8 +359,8 @@ class Bench:
             server = self.start_null(name, decode="envelope")
         elif target == "protobuf":
             server = self.start_null(name, decode="full")
-        elif target == "kafka-direct":
-            return self.kafka_direct(name, shape, events)
+        elif target in ("kafka-direct", "kafka-direct-real"):
+            return self.kafka_direct(name, shape, events, real=target.endswith("-real"))
         elif target == "elasticsearch-direct":
             return self.elasticsearch_direct(name, shape, events)
         else:

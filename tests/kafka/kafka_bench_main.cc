@@ -4,7 +4,8 @@
 //   kafka_bench --serve
 //       starts a 3-broker mock cluster (rdkafka_mock.h, not a real Kafka: messages stay in
 //       memory) with topic --topic, prints "mock cluster listening on <bootstrap servers>" and
-//       runs until SIGTERM or SIGINT;
+//       runs until SIGTERM or SIGINT; with --real, one real Kafka node instead
+//       (tests/kafka/real_kafka.h, its files under --dir), "kafka listening on ...";
 //   kafka_bench --produce --bootstrap=HOST:PORT,... --shape=filebeat --events=N
 //       produces N documents of the shape, exactly as Shipper's outputs write them, straight
 //       into that cluster with librdkafka (no gRPC, no Shipper), with the properties Shipper's
@@ -27,10 +28,14 @@
 #include "rapidjson/stringbuffer.h"
 #include "shipper/event/event_json.h"
 #include "tests/kafka/mock_cluster.h"
+#include "tests/kafka/real_kafka.h"
 #include "tests/load/event_shapes.h"
 #include "tests/load/process_cpu.h"
 
 ABSL_FLAG(bool, serve, false, "run a 3-broker mock cluster until SIGTERM");
+ABSL_FLAG(bool, real, false,
+          "--serve: one real Kafka node (SHIPPER_KAFKA_CLASSPATH) instead of the mock cluster");
+ABSL_FLAG(std::string, dir, "/tmp/shipper-kafka-bench", "--serve --real: the node's files");
 ABSL_FLAG(bool, produce, false, "produce --events documents into --bootstrap");
 ABSL_FLAG(std::string, topic, "bench", "topic to create (--serve) or produce to (--produce)");
 ABSL_FLAG(int, partitions, 6, "partitions of --topic, each on every broker (--serve)");
@@ -54,6 +59,21 @@ int Serve() {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);  // before librdkafka starts its threads
+  if (absl::GetFlag(FLAGS_real)) {
+    // The JVM is this process's child: SIGKILLed when RealKafka goes, after sigwait.
+    auto kafka = testing::RealKafka::Start(1, absl::GetFlag(FLAGS_dir));
+    absl::Status created = kafka.ok() ? (*kafka)->CreateTopic(absl::GetFlag(FLAGS_topic),
+                                                              absl::GetFlag(FLAGS_partitions))
+                                      : kafka.status();
+    if (!created.ok()) {
+      std::cerr << "kafka_bench: " << created << "\n";
+      return 1;
+    }
+    std::cerr << "kafka listening on " << (*kafka)->bootstraps() << std::endl;
+    int sig = 0;
+    sigwait(&stop, &sig);
+    return 0;
+  }
   auto cluster = testing::MockCluster::Start(3);
   if (!cluster.ok()) {
     std::cerr << "kafka_bench: " << cluster.status() << "\n";
