@@ -4,7 +4,8 @@
 // CFS quota the way the kubelet converts it (quota = milliCPU × period / 1000, period 100 ms),
 // written into cgroup v1 and v2 fixture trees; runtime::DetectCpuQuota, with the rounding from
 // the workload's own ConfigMap, must find exactly that quota and the effective CPUs below. A
-// changed limit fails here until this table (and docs/operations.md "Sizing the CPU limit") agree with it.
+// changed limit fails here until this table (and docs/operations.md "Sizing the CPU limit")
+// agree with it.
 #include <map>
 #include <string>
 #include <vector>
