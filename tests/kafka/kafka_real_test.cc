@@ -183,11 +183,10 @@ TEST_F(KafkaRealTest, BrokerFrozenPastTheTimeoutHoldsTheIndexThenCatchesUp) {
             << " events in Kafka after it thawed, " << duplicates << " duplicates\n";
 }
 
-// Fails today, so it does not run in the suite (run it with --gtest_also_run_disabled_tests):
 // librdkafka 2.0 holds a message for a topic the cluster does not have until
-// shipper.output.kafka.timeout, and the shipper logs only "kafka: _MSG_TIMED_OUT: Local: Message
-// timed out", retrying forever, naming neither the topic nor the key that sets it.
-TEST_F(KafkaRealTest, DISABLED_AMissingTopicIsAClearErrorNamingTheTopicAndTheKey) {
+// shipper.output.kafka.timeout and then says only "Message timed out": the output asks the
+// brokers about the topic, and its retry log line names the topic and the key that sets it.
+TEST_F(KafkaRealTest, AMissingTopicIsAClearErrorNamingTheTopicAndTheKey) {
   constexpr uint64_t kEvents = 10;
   auto shipper = StartShipper("no-such-topic");
   ASSERT_TRUE(shipper.ok()) << shipper.status();

@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -181,7 +182,9 @@ class KafkaOutput final : public Output {
                        unproduced](Outcome* outcome) {
       absl::StatusOr<std::vector<rd_kafka_resp_err_t>> results = reports->Await(cancelled_);
       if (!results.ok()) return results.status();
-      return SettleKafkaWrite(*results, refusals, unproduced, cancelled_, outcome);
+      absl::Status settled = SettleKafkaWrite(*results, refusals, unproduced, cancelled_, outcome);
+      if (!outcome->failed.empty()) NameAMissingTopic(outcome);
+      return settled;
     };
     return absl::OkStatus();
   }
@@ -265,6 +268,38 @@ class KafkaOutput final : public Output {
     return handle;
   }
 
+  // A message that timed out, or whose topic is unknown, may be bound for a topic that does not
+  // exist on brokers that do not create topics: librdkafka then says only "Message timed out".
+  // Asks the brokers about the topics of such messages and, for one they do not know, says so in
+  // the failure, naming the key to change. On a worker, after a write failed: at most one
+  // metadata request per topic and failed write.
+  void NameAMissingTopic(Outcome* outcome) ABSL_LOCKS_EXCLUDED(rk_mu_, unconfirmed_mu_) {
+    absl::flat_hash_set<std::string> topics;
+    {
+      absl::MutexLock lock(&unconfirmed_mu_);
+      topics.swap(unconfirmed_topics_);
+    }
+    absl::ReaderMutexLock lock(&rk_mu_);
+    for (const std::string& name : topics) {
+      rd_kafka_topic_t* handle = TopicHandle(name);
+      const rd_kafka_metadata_t* metadata = nullptr;
+      if (handle == nullptr ||
+          rd_kafka_metadata(rk_, 0, handle, &metadata, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        continue;  // no broker answered: the failure's own words say enough
+      }
+      const bool missing = metadata->topic_cnt == 1 &&
+                           metadata->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      rd_kafka_metadata_destroy(metadata);
+      if (!missing) continue;
+      outcome->failure = absl::StrCat(
+          "kafka: topic \"", name,
+          "\" does not exist on the brokers, and they do not create topics: create it, or change "
+          "shipper.output.kafka.topic (",
+          outcome->failure, ")");
+      return;
+    }
+  }
+
   // Lets go of rk_'s topic handles, before rk_ is replaced or destroyed.
   void ReleaseTopics() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rk_mu_) ABSL_LOCKS_EXCLUDED(topics_mu_) {
     absl::MutexLock lock(&topics_mu_);
@@ -278,8 +313,15 @@ class KafkaOutput final : public Output {
         .Add();
   }
 
-  static void OnDelivery(rd_kafka_t*, const rd_kafka_message_t* message, void*) {
+  static void OnDelivery(rd_kafka_t*, const rd_kafka_message_t* message, void* output) {
     if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) CountError(message->err);
+    if (message->err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT ||
+        message->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+        message->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+      auto* self = static_cast<KafkaOutput*>(output);
+      absl::MutexLock lock(&self->unconfirmed_mu_);
+      self->unconfirmed_topics_.insert(rd_kafka_topic_name(message->rkt));
+    }
     KafkaReports::Report(message->_private, message->err);
   }
 
@@ -358,6 +400,11 @@ class KafkaOutput final : public Output {
   // the topics produced to, which librdkafka keeps for as long in any case.
   absl::Mutex topics_mu_ ABSL_ACQUIRED_AFTER(rk_mu_);
   absl::flat_hash_map<std::string, rd_kafka_topic_t*> topics_ ABSL_GUARDED_BY(topics_mu_);
+
+  // Topics of messages that timed out or whose topic was unknown, since a worker last asked the
+  // brokers about them (NameAMissingTopic()).
+  absl::Mutex unconfirmed_mu_;
+  absl::flat_hash_set<std::string> unconfirmed_topics_ ABSL_GUARDED_BY(unconfirmed_mu_);
 
   // The poller thread's alone (and the destructor's, once the poller is gone).
   std::vector<rd_kafka_t*> retired_;  // replaced producers with reports still to come
