@@ -10,7 +10,14 @@ with 10 exports in flight (the Collector's exporter default) into, each a fresh 
   shipper-queued/discard    Shipper, ack: queued (as the Collector answers), discard output,
   shipper-queued/file       the same into its file output,
   shipper-persisted/discard Shipper, ack: persisted (which the Collector cannot do),
-  shipper-persisted/file    the same into its file output.
+  shipper-persisted/file    the same into its file output,
+  collector-queued/relay    the Collector as a relay: otlp receiver -> batch -> otlp_grpc
+                            exporter (gzip, its default) into a sink,
+  shipper-queued/relay      Shipper as a relay: OTLP in, ack: queued -> its OTLP output (gzip,
+                            its default) into a sink,
+  shipper-persisted/relay   the same, ack: persisted: answered once the sink accepted the records.
+The relays' sink is otlp_null_server (tests/load), a fresh one per run, which decodes every
+request and answers at once; its CPU is not counted.
 One JSON line per row, named peers/<collector|shipper>-<queued|persisted>/<output>/<shape>:
 
   {"name": ..., "records_per_sec": ..., "cpu_sec_per_million": ..., "rss_mb": ...,
@@ -20,11 +27,12 @@ cpu_sec_per_million is the server process's CPU (user + system) per million reco
 until it is idle after the last export's answer: with an answer at queueing, writing the
 records comes after it. Each
 Shipper row also carries its Collector row's figures from the same run (discard against nop, file
-against file): collector_records_per_sec, collector_cpu_sec_per_million, and ratio_to_collector
+against file, relay against relay): collector_records_per_sec, collector_cpu_sec_per_million, and ratio_to_collector
 (records/s) and cpu_ratio_to_collector (CPU per record). With --reps > 1 each target's best run
 is kept (runs interleaved).
 
-  tests/bench/peers.py --shipper=bazel-bin/shipper/shipper --otlp_load=... --otelcol=...
+  tests/bench/peers.py --shipper=bazel-bin/shipper/shipper --otlp_load=... --otelcol=... \
+      --otlp_null_server=...
 """
 import argparse
 import json
@@ -50,8 +58,12 @@ TARGETS = {
     "shipper-queued/file": ("shipper", "queued", "file"),
     "shipper-persisted/discard": ("shipper", "persisted", "discard"),
     "shipper-persisted/file": ("shipper", "persisted", "file"),
+    "collector-queued/relay": ("collector", "queued", "relay"),
+    "shipper-queued/relay": ("shipper", "queued", "relay"),
+    "shipper-persisted/relay": ("shipper", "persisted", "relay"),
 }
-COUNTERPART = {"discard": "collector-queued/nop", "file": "collector-queued/file"}
+COUNTERPART = {"discard": "collector-queued/nop", "file": "collector-queued/file",
+               "relay": "collector-queued/relay"}
 
 
 class PeersBench(otlp.OtlpBench):
@@ -59,10 +71,11 @@ class PeersBench(otlp.OtlpBench):
         self.o = o
         self.workdir = tempfile.mkdtemp(prefix="shipper-peers-bench-")
 
-    def collector(self, name, output):
+    def collector(self, name, output, sink):
         port = free_port()
         exporter = {"nop": {"nop": {}},
-                    "file": {"file": {"path": os.path.join(self.workdir, "collector.jsonl")}}}
+                    "file": {"file": {"path": os.path.join(self.workdir, "collector.jsonl")}},
+                    "relay": {"otlp_grpc": {"endpoint": sink, "tls": {"insecure": True}}}}
         config = {
             "receivers": {"otlp": {"protocols": {"grpc": {
                 "endpoint": "127.0.0.1:%d" % port, "max_recv_msg_size_mib": 64}}}},
@@ -70,7 +83,7 @@ class PeersBench(otlp.OtlpBench):
             "exporters": exporter[output],
             "service": {"telemetry": {"metrics": {"level": "none"}},
                         "pipelines": {"logs": {"receivers": ["otlp"], "processors": ["batch"],
-                                               "exporters": [output]}}},
+                                               "exporters": list(exporter[output])}}},
         }
         path = os.path.join(self.workdir, "collector.yaml")
         with open(path, "w") as f:
@@ -86,15 +99,24 @@ class PeersBench(otlp.OtlpBench):
         shutil.rmtree(os.path.join(self.workdir, "out"), ignore_errors=True)
         if os.path.exists(os.path.join(self.workdir, "collector.jsonl")):
             os.remove(os.path.join(self.workdir, "collector.jsonl"))
-        if kind == "collector":
-            server, address = self.collector(name, output)
-        else:
-            out = (["shipper.output.discard.enabled=true"] if output == "discard" else
-                   ["shipper.output.file.path=" + os.path.join(self.workdir, "out")])
-            server = e2e.Server(name, otlp.shipper_argv(self.o.shipper, "grpc", ack, out),
-                                self.workdir)
-            address = self.otlp_address(server, otlp.GRPC)
-        return self.measure(server, address, "grpc", shape, settle=True)
+        sink = (e2e.Server(name + "/sink", [self.o.otlp_null_server, "--listen=127.0.0.1:0"],
+                           self.workdir) if output == "relay" else None)
+        try:
+            if kind == "collector":
+                server, address = self.collector(name, output, sink and sink.address)
+            else:
+                out = (["shipper.output.discard.enabled=true"] if output == "discard" else
+                       ["shipper.output.file.path=" + os.path.join(self.workdir, "out")]
+                       if output == "file" else
+                       ["shipper.output.otlp.enabled=true",
+                        "shipper.output.otlp.endpoint=" + sink.address])
+                server = e2e.Server(name, otlp.shipper_argv(self.o.shipper, "grpc", ack, out),
+                                    self.workdir)
+                address = self.otlp_address(server, otlp.GRPC)
+            return self.measure(server, address, "grpc", shape, settle=True)
+        finally:
+            if sink:
+                sink.stop()
 
     def run(self):
         failed = False
@@ -131,7 +153,7 @@ class PeersBench(otlp.OtlpBench):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    for flag in ("shipper", "otlp_load", "otelcol"):
+    for flag in ("shipper", "otlp_load", "otelcol", "otlp_null_server"):
         ap.add_argument("--" + flag, required=True)
     ap.add_argument("--targets", default=",".join(TARGETS),
                     help="in this order; a Collector target first gives its Shipper rows ratios")
@@ -140,7 +162,7 @@ def main():
     unknown = [t for t in o.targets if t not in TARGETS]
     if unknown:
         ap.error("unknown targets %s (known: %s)" % (unknown, ", ".join(TARGETS)))
-    for flag in ("shipper", "otlp_load", "otelcol"):
+    for flag in ("shipper", "otlp_load", "otelcol", "otlp_null_server"):
         setattr(o, flag, os.path.abspath(getattr(o, flag)))
     sys.exit(PeersBench(o).run())
 

@@ -4,7 +4,7 @@ otlp_load and the Collector ./dev built (SHIPPER_OTELCOL), checking that every r
 sane numbers and every Shipper row its ratios to the Collector. Figures are not judged (this is a
 test, not a benchmark).
 
-  peers_smoke_test.py SHIPPER OTLP_LOAD
+  peers_smoke_test.py SHIPPER OTLP_LOAD OTLP_NULL_SERVER
 """
 import json
 import os
@@ -26,9 +26,10 @@ class PeersSmokeTest(unittest.TestCase):
         otelcol = peer("SHIPPER_OTELCOL", "the Collector")
         p = subprocess.run(
             [sys.executable, os.path.join(HERE, "peers.py"), "--shipper=" + SHIPPER,
-             "--otlp_load=" + OTLP_LOAD, "--otelcol=" + otelcol, "--reps=1",
+             "--otlp_load=" + OTLP_LOAD, "--otelcol=" + otelcol,
+             "--otlp_null_server=" + OTLP_NULL_SERVER, "--reps=1",
              "--events=filebeat=20000,tiny=50000,large=2000"],
-            capture_output=True, text=True, timeout=240)
+            capture_output=True, text=True, timeout=360)
         self.assertEqual(p.returncode, 0, p.stderr[-3000:])
         rows = {r["name"]: r for r in map(json.loads, p.stdout.splitlines())}
         for shape in SHAPES:
@@ -45,6 +46,6 @@ class PeersSmokeTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    SHIPPER, OTLP_LOAD = (os.path.abspath(a) for a in sys.argv[1:3])
-    del sys.argv[1:3]
+    SHIPPER, OTLP_LOAD, OTLP_NULL_SERVER = (os.path.abspath(a) for a in sys.argv[1:4])
+    del sys.argv[1:4]
     unittest.main(verbosity=2)
