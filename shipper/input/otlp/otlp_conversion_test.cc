@@ -359,7 +359,9 @@ TEST(OtlpConversionTest, ManyRecordsUnderManyAttributesCostTheirOwnBytes) {
     size_t n = 0;
     pb::Event last;
     conversion.Write(buffer.get(), [&](absl::string_view event) {
-      if (++n == kRecords) ASSERT_TRUE(last.ParseFromString(std::string(event)));
+      if (++n == kRecords) {
+        ASSERT_TRUE(last.ParseFromString(std::string(event)));
+      }
     });
     EXPECT_EQ(n, kRecords);
     EXPECT_EQ(last.data_stream().dataset(), "hostile.otel");

@@ -201,7 +201,9 @@ TEST(OtlpRequest, NoRequestIsLargerThanTheLimitAndEveryRecordIsInOne) {
   }
   ASSERT_EQ(seen.size(), records.size() - 1);
   for (size_t i = 0, j = 0; i < records.size(); ++i) {
-    if (i != 17) EXPECT_EQ(seen[j++], i);
+    if (i != 17) {
+      EXPECT_EQ(seen[j++], i);
+    }
   }
   EXPECT_GT(plan.requests.size(), 20u);
 }
