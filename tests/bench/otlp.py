@@ -46,9 +46,14 @@ TARGETS = {  # name: (transport, ack)
 
 def shipper_argv(shipper, transport, ack, output=("shipper.output.discard.enabled=true",)):
     """Shipper with its OTLP input on one transport (grpc or http) and ports the kernel picks,
-    answering with `ack`, into `output` (-E overrides; by default the discard output)."""
+    answering with `ack`, into `output` (-E overrides; by default the discard output).
+
+    retry_window 0s: otlp_load sends its pool of 16 distinct requests round-robin, so with the
+    default window every export after the first 16 would be answered as a retry of one persisted
+    a moment before, without being queued. A real sender's exports differ."""
     argv = [shipper, "-E", "shipper.server.server=127.0.0.1:0", "-E", "http.port=0",
             "-E", "shipper.otlp.enabled=true", "-E", "shipper.otlp.ack=" + ack,
+            "-E", "shipper.otlp.retry_window=0s",
             "-E", "shipper.otlp.grpc.enabled=%s" % str(transport == "grpc").lower(),
             "-E", "shipper.otlp.grpc.server=127.0.0.1:0",
             "-E", "shipper.otlp.http.enabled=%s" % str(transport == "http").lower(),
