@@ -45,6 +45,11 @@ uint64_t DiskBufferSize(const DiskOptions& options) {
   return std::max(kMinSegmentSize, std::min(kDefaultBufferSize, options.max_size / 4));
 }
 
+uint64_t DiskReadAhead(const DiskOptions& options) {
+  if (options.read_ahead != 0) return options.read_ahead;
+  return std::max(DiskSegmentSize(options), 4 * DiskBufferSize(options));
+}
+
 std::vector<absl::Status> ValidateDiskOptions(const DiskOptions& options) {
   std::vector<absl::Status> problems;
   auto problem = [&](absl::string_view key, absl::string_view message) {

@@ -30,10 +30,17 @@ struct DiskOptions {
   // shipper.queue.disk.buffer_size: bytes published and not yet being synced at most; 0 means
   // 4 MiB, or max_size / 4 if that is less (DiskBufferSize). In memory the queue holds up to four
   // times that: what fills and is written while the last buffer syncs, that one, the newest synced
-  // ones (for consumers to read without a copy) and emptied ones for reuse; batches being delivered
-  // also keep the buffer they were read from. 4 MiB syncs at what this machine's disk allows
-  // (BENCHMARKS.md).
+  // ones (for consumers to read without a copy; batches being delivered keep those they read
+  // from, within the same share) and emptied ones for reuse, each counted by the most it held.
+  // Batches being delivered also hold the frames they read from the segments. 4 MiB syncs at what
+  // this machine's disk allows (BENCHMARKS.md).
   uint64_t buffer_size = 0;
+  // Not a key: how far consumers read past the oldest event not yet done, in frame bytes (they
+  // stop there, overshooting by at most one batch, until it is done). A batch that keeps failing
+  // thus holds back at most this much of later deliveries, which are all delivered again after a
+  // crash (the state file records only the index below the oldest undone event). 0 means
+  // DiskReadAhead's default.
+  uint64_t read_ahead = 0;
   // Not a key: the largest event the inputs hand the queue, set by the config (the largest of
   // what the enabled inputs accept). The queue trusts a frame's length only up to this, or up to
   // the longest event it was given or recovered: a longer length is checked piece by piece, so
@@ -55,6 +62,11 @@ struct DiskOptions {
 uint64_t DiskSegmentSize(const DiskOptions& options);
 // The buffer_size in effect (see DiskOptions::buffer_size).
 uint64_t DiskBufferSize(const DiskOptions& options);
+
+// The read_ahead in effect: max(segment_size, 4 * buffer_size), room for several workers' batches
+// in flight (a worker holding a batch long does not slow the others until it is that far behind)
+// that stays a fraction of a queue sized by the defaults (1 GiB: a segment, 100 MiB).
+uint64_t DiskReadAhead(const DiskOptions& options);
 
 // Every problem in `options` that the options show by themselves: an empty path, the sizes, the
 // flush and wait settings. Reads nothing else. Each message starts with the option key. Empty

@@ -164,7 +164,16 @@ struct Chunk {
   // write it to the same place.
   bool placed = false;
   uint64_t offset = 0;
+  // The memory its buffer touched: the most bytes it held, over its uses as a spare too, in
+  // whole pages.
+  uint64_t touched = 0;
+  // Dropped from the written chunks while batches still read from it: counted in pinned_bytes_
+  // until it is freed. Guarded by written_mu_.
+  bool pinned = false;
 };
+
+// Memory a buffer that held `bytes` touched.
+uint64_t Touched(uint64_t bytes) { return (bytes + 4095) & ~uint64_t{4095}; }
 
 // The disk queue's ring slot: its Event first, as Batch::event() reads it.
 struct Slot {
@@ -199,11 +208,14 @@ class ReadBatch final : public EventOwner {
   }
   const Slot* slots() const { return slots_.get(); }
   uint64_t mask() const { return mask_; }
-  // The batch's events are those added, [first, first + size).
-  void SetRange(uint64_t first, size_t size) {
+  // The batch's events are those added, [first, first + size); the reader had read `position`
+  // frame bytes (DiskQueueImpl::read_position_) when it began reading them.
+  void SetRange(uint64_t first, size_t size, uint64_t position) {
     first_ = first;
     size_ = size;
+    position_ = position;
   }
+  uint64_t position() const { return position_; }
   // Destroys the batch's events and drops its own reference.
   void Finish() {
     for (size_t i = 0; i < size_; ++i) Event done = std::move(slots_[(first_ + i) & mask_].event);
@@ -222,6 +234,7 @@ class ReadBatch final : public EventOwner {
   std::vector<std::shared_ptr<const Chunk>> kept_;
   uint64_t first_ = 0;
   size_t size_ = 0;
+  uint64_t position_ = 0;
   std::atomic<uint32_t> refs_{1};
 };
 
@@ -284,7 +297,10 @@ class DiskQueueImpl final : public DiskQueue {
     return flush_.FlushTime(first_unread_ns_.load(std::memory_order_relaxed));
   }
 
-  // Consumer side. Reads the frames of up to `max_events` events from read_ + 1 into a batch,
+  // Consumer side. Frame bytes read since the oldest batch not yet done began, 0 when all that
+  // was read is done: at DiskReadAhead, consumers wait for that batch.
+  uint64_t ReadAhead() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(get_mu_);
+  // Reads the frames of up to `max_events` events from read_ + 1 into a batch,
   // marking the indexes of lost frames done on the way. Returns null when it read none; then
   // `*error` says why if a segment could not be opened or read.
   ReadBatch* ReadEvents(size_t max_events, uint64_t synced, uint64_t* first_index, size_t* size,
@@ -298,6 +314,10 @@ class DiskQueueImpl final : public DiskQueue {
   // The written chunk holding `offset` in segment `id`, if it is still kept; forgets those before.
   std::shared_ptr<const Chunk> WrittenAt(uint64_t id, uint64_t offset);
   void KeepWritten(Round* round);
+  // Forgets the oldest written chunk into `dropped`, to be freed (or left to the batches reading
+  // it, then pinned) once written_mu_ is released.
+  void DropOldestWritten(std::vector<std::shared_ptr<Chunk>>* dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(written_mu_);
   // A kept chunk's deleter: its buffer goes to spare_. Takes publish_mu_.
   void Recycle(Chunk* chunk);
   void MarkDone(uint64_t first_index, uint64_t last_index, internal::Wakeups* wake)
@@ -347,6 +367,7 @@ class DiskQueueImpl final : public DiskQueue {
   const internal::FlushPolicy flush_;
   const uint64_t segment_size_;
   const uint64_t buffer_size_;
+  const uint64_t read_ahead_;
   const uint64_t seq_base_;
   DiskIo* const io_;
   const std::unique_ptr<DiskFile> dir_;  // holds the directory's lock
@@ -394,6 +415,10 @@ class DiskQueueImpl final : public DiskQueue {
   absl::flat_hash_map<uint64_t, ReadBatch*> batches_ ABSL_GUARDED_BY(get_mu_);  // by first index
   uint64_t cursor_segment_ ABSL_GUARDED_BY(get_mu_) = 0;
   uint64_t cursor_offset_ ABSL_GUARDED_BY(get_mu_) = 0;
+  // Frame bytes the cursor has stepped over since the start, for ReadAhead().
+  uint64_t read_position_ ABSL_GUARDED_BY(get_mu_) = 0;
+  // A consumer waits for the oldest batch to be done (read_ahead_): MarkDone wakes consumers.
+  bool read_ahead_full_ ABSL_GUARDED_BY(get_mu_) = false;
   std::unique_ptr<DiskFile> cursor_file_ ABSL_GUARDED_BY(get_mu_);
   uint64_t read_damage_end_ ABSL_GUARDED_BY(get_mu_) = 0;
   size_t frame_bytes_estimate_ ABSL_GUARDED_BY(get_mu_) = 1024;
@@ -401,13 +426,16 @@ class DiskQueueImpl final : public DiskQueue {
   absl::Duration read_backoff_ ABSL_GUARDED_BY(get_mu_) = kRetryMin;
   internal::WaitChannel drained_{&get_mu_, &done_};  // Drain
 
-  // Chunks written and synced, oldest first, at most buffer_size_ bytes of them (or the newest
-  // one): consumers read their frames from here instead of the segment, sparing the copy of a
-  // read. Older frames, or those of a consumer that fell behind, are read from the segments.
-  // Declared after spare_, which its chunks go to when they are freed.
+  // Chunks written and synced, oldest first: consumers read their frames from here instead of the
+  // segment, sparing the copy of a read, and their batches hold the chunks they read from. The
+  // memory of these and of the chunks batches still hold is at most buffer_size_ (or the newest
+  // chunk alone, when no batch holds one): older frames, or those of a consumer that fell behind,
+  // are read from the segments. Declared after spare_, which its chunks go to when they are
+  // freed.
   mutable internal::Mutex written_mu_;
   std::deque<std::shared_ptr<Chunk>> written_ ABSL_GUARDED_BY(written_mu_);
-  uint64_t written_bytes_ ABSL_GUARDED_BY(written_mu_) = 0;
+  uint64_t written_bytes_ ABSL_GUARDED_BY(written_mu_) = 0;  // their Chunk::touched
+  uint64_t pinned_bytes_ ABSL_GUARDED_BY(written_mu_) = 0;   // of chunks only batches hold
 
   // The segment files; the syncer appends, the recorder deletes, the reader looks up.
   mutable internal::Mutex segments_mu_;
@@ -474,6 +502,7 @@ DiskQueueImpl::DiskQueueImpl(const DiskOptions& options, std::unique_ptr<DiskFil
       flush_{buffered_, options.flush_min_events, options.flush_timeout},
       segment_size_(DiskSegmentSize(options)),
       buffer_size_(DiskBufferSize(options)),
+      read_ahead_(DiskReadAhead(options)),
       seq_base_(recovered.seq_base),
       io_(options.io),
       dir_(std::move(dir)),
@@ -578,6 +607,7 @@ size_t DiskQueueImpl::Accept(ProducerState* producer, absl::Span<Event> events, 
     if (pending_.empty() || pending_.back().segment_id != tail_segment_) {
       pending_.push_back({tail_segment_, index, index, {}});
       if (!spare_.empty()) {
+        pending_.back().touched = spare_.back().second;
         pending_.back().frames.swap(spare_.back().first);
         spare_bytes_ -= spare_.back().second;
         spare_.pop_back();
@@ -665,13 +695,16 @@ Batch DiskQueueImpl::Get(size_t max_events, absl::Time deadline) {
     const uint64_t published = published_.load(std::memory_order_acquire);
     const uint64_t synced = synced_.load(std::memory_order_acquire);
     const uint64_t unread = synced - read;
-    if (ReadyToFlush(unread, max_events, closed)) {
+    const uint64_t done = done_.load(std::memory_order_relaxed);
+    read_ahead_full_ = ReadAhead() >= read_ahead_;
+    if (!read_ahead_full_ && ReadyToFlush(unread, max_events, closed)) {
       uint64_t first = 0;
       size_t size = 0;
       absl::Status error;
+      const uint64_t position = read_position_;
       ReadBatch* batch = ReadEvents(max_events, synced, &first, &size, &error, &wake);
       const absl::Duration retry = ReadRetry(error);
-      if (batch != nullptr) batch->SetRange(first, size);
+      if (batch != nullptr) batch->SetRange(first, size, position);
       if (read_.load(std::memory_order_relaxed) < synced) {
         internal::MutexLock producer_side(&publish_mu_);
         consumers_.NotifyOne(&wake);
@@ -690,14 +723,26 @@ Batch DiskQueueImpl::Get(size_t max_events, absl::Time deadline) {
     }
     if (closed && read == published) return Batch();
     if (absl::Now() >= deadline) return Batch();
-    const absl::Time until = unread > 0 ? std::min(deadline, FlushTime()) : deadline;
+    const absl::Time until =
+        unread > 0 && !read_ahead_full_ ? std::min(deadline, FlushTime()) : deadline;
     const int blocked = blocked_producers_.load(std::memory_order_relaxed);
     waiter.Wait(&get_mu_, until, [&] {  // under publish_mu_
       return synced_.load(std::memory_order_relaxed) != synced ||
+             done_.load(std::memory_order_relaxed) != done ||
              closed_.load(std::memory_order_relaxed) != closed ||
              blocked_producers_.load(std::memory_order_relaxed) != blocked;
     });
   }
+}
+
+uint64_t DiskQueueImpl::ReadAhead() const {
+  const uint64_t done = done_.load(std::memory_order_relaxed);
+  if (read_.load(std::memory_order_relaxed) == done) return 0;
+  // Batches are done whole and done_ is where the done ones stop: the oldest undone event is
+  // the first of a batch.
+  auto oldest = batches_.find(done + 1);
+  ABSL_RAW_CHECK(oldest != batches_.end(), "the oldest undone event begins no batch");
+  return read_position_ - oldest->second->position();
 }
 
 std::optional<Segment> DiskQueueImpl::FindSegment(uint64_t min_id) const {
@@ -832,6 +877,7 @@ ReadBatch* DiskQueueImpl::ReadEvents(size_t max_events, uint64_t synced, uint64_
       }
     }
     cursor_offset_ += scanned.offset;
+    read_position_ += scanned.offset;
     scanned_bytes += scanned.offset;
     if (scanned.offset == 0 && read) {
       // A frame larger than the read, at most kFrameHeaderBytes + max_payload: read it whole
@@ -875,6 +921,10 @@ void DiskQueueImpl::MarkDone(uint64_t first_index, uint64_t last_index, internal
   if (done == before) return;  // done out of order
   done_.store(done, std::memory_order_release);
   drained_.NotifyAll(wake);
+  if (read_ahead_full_) {
+    internal::MutexLock producer_side(&publish_mu_);
+    consumers_.NotifyAll(wake);
+  }
   // The recorder deletes segments and records the state. Woken for a segment to delete, or when
   // it waits with no state to record: one that is due wakes it by itself.
   internal::MutexLock record_side(&record_mu_);
@@ -1192,7 +1242,7 @@ void DiskQueueImpl::FinishRound(Round* round) {
     internal::MutexLock lock(&segments_mu_);
     for (const Chunk& chunk : round->chunks) {
       if (segments_.empty() || segments_.back().id != chunk.segment_id) {
-        segments_.push_back({chunk.segment_id, 0, 0, 0, 0});
+        segments_.push_back({chunk.segment_id, 0, 0, 0, 0, 0});
       }
       const uint64_t end = chunk.offset + chunk.frames.size();
       const bool same = !cuts_.empty() && cuts_.back().segment_id == chunk.segment_id;
@@ -1201,6 +1251,7 @@ void DiskQueueImpl::FinishRound(Round* round) {
       }
       segments_.back().last_index = chunk.last_index;
       segments_.back().bytes = end;
+      segments_.back().file_bytes = end;
       synced_segment_ = chunk.segment_id;
     }
     const Segment& front = segments_.front();
@@ -1238,27 +1289,38 @@ void DiskQueueImpl::KeepWritten(Round* round) {
   std::vector<std::shared_ptr<Chunk>> dropped;  // freed after the lock
   internal::MutexLock lock(&written_mu_);
   for (Chunk& chunk : round->chunks) {
-    written_bytes_ += chunk.frames.size();
+    chunk.touched = std::max(chunk.touched, Touched(chunk.frames.size()));
+    written_bytes_ += chunk.touched;
     written_.emplace_back(new Chunk(std::move(chunk)), [this](Chunk* c) { Recycle(c); });
   }
-  while (written_bytes_ > buffer_size_ && written_.size() > 1) {
-    written_bytes_ -= written_.front()->frames.size();
-    dropped.push_back(std::move(written_.front()));
-    written_.pop_front();
+  while (!written_.empty() && written_bytes_ + pinned_bytes_ > buffer_size_ &&
+         (written_.size() > 1 || pinned_bytes_ > 0)) {
+    DropOldestWritten(&dropped);
   }
+}
+
+void DiskQueueImpl::DropOldestWritten(std::vector<std::shared_ptr<Chunk>>* dropped) {
+  std::shared_ptr<Chunk>& oldest = written_.front();
+  written_bytes_ -= oldest->touched;
+  // References are taken only under written_mu_: a count of 1 stays 1.
+  if (oldest.use_count() > 1) {
+    oldest->pinned = true;
+    pinned_bytes_ += oldest->touched;
+  }
+  dropped->push_back(std::move(oldest));
+  written_.pop_front();
 }
 
 std::shared_ptr<const Chunk> DiskQueueImpl::WrittenAt(uint64_t id, uint64_t offset) {
   std::vector<std::shared_ptr<Chunk>> behind;  // freed after the lock
   internal::MutexLock lock(&written_mu_);
-  for (; !written_.empty(); written_.pop_front()) {
+  while (!written_.empty()) {
     const Chunk& chunk = *written_.front();
     if (chunk.segment_id > id ||
         (chunk.segment_id == id && chunk.offset + chunk.frames.size() > offset)) {
       break;
     }
-    written_bytes_ -= chunk.frames.size();
-    behind.push_back(std::move(written_.front()));
+    DropOldestWritten(&behind);
   }
   if (written_.empty() || written_.front()->segment_id != id || written_.front()->offset > offset) {
     return nullptr;
@@ -1267,11 +1329,15 @@ std::shared_ptr<const Chunk> DiskQueueImpl::WrittenAt(uint64_t id, uint64_t offs
 }
 
 void DiskQueueImpl::Recycle(Chunk* chunk) {
+  {
+    internal::MutexLock lock(&written_mu_);
+    if (chunk->pinned) pinned_bytes_ -= chunk->touched;
+  }
   std::string frames = std::move(chunk->frames);
+  const uint64_t touched = chunk->touched;
   delete chunk;
   // Not one grown past buffer_size by an event larger than it: the memory bound.
   if (frames.capacity() > buffer_size_) return;
-  const uint64_t touched = frames.size();
   frames.clear();
   internal::MutexLock lock(&publish_mu_);
   if (spare_bytes_ + touched > buffer_size_) return;
@@ -1372,7 +1438,7 @@ void DiskQueueImpl::RecordDelivered(bool stopping) {
     DeleteSegment(gone.id);
     internal::Wakeups wake;
     internal::MutexLock lock(&publish_mu_);
-    disk_bytes_.fetch_sub(std::min(gone.bytes, disk_bytes_.load()), std::memory_order_relaxed);
+    disk_bytes_.fetch_sub(std::min(gone.file_bytes, disk_bytes_.load()), std::memory_order_relaxed);
     room_epoch_.fetch_add(1, std::memory_order_relaxed);
     producers_.NotifyAll(&wake);
   }

@@ -16,7 +16,9 @@
 // are done. Delivery is at-least-once: after a crash, every event after the recorded index is
 // delivered again: the last 200 ms of deliveries while batches are done in order, and everything
 // done after the oldest batch not yet done when they are not (one that keeps failing holds the
-// recorded index back for as long).
+// recorded index back for as long). Consumers read at most DiskReadAhead bytes of frames past the
+// oldest batch not yet done (plus the batch being read), then wait for it: a batch that keeps
+// failing holds back, and a crash delivers again, no more than that.
 //
 // Restart. Create recovers from the files: it scans every segment, skips what the state file says
 // was delivered, cuts a torn frame at the end of the last segment (a crash mid-write), and steps

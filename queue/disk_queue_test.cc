@@ -175,6 +175,26 @@ TEST_F(DiskQueueTest, DamagedMiddleFrameCostsOnlyItself) {
   EXPECT_EQ(queue->disk_stats().damaged_frames, 1);
 }
 
+// Bytes after the last frame of an earlier segment (damage recovery steps over) are on disk:
+// counted at recovery, and freed when the segment is deleted, so that the queue's bytes come back
+// to 0 once all is delivered.
+TEST_F(DiskQueueTest, DeletingASegmentFreesWhatRecoveryCountedForIt) {
+  PublishAndClose(60);
+  const std::vector<fs::path> segments = Segments();
+  ASSERT_GE(segments.size(), 2);
+  {
+    std::ofstream tail(segments.front(), std::ios::app | std::ios::binary);
+    tail << std::string(30, 'x');
+  }
+  auto queue = Open();
+  uint64_t files = 0;
+  for (const fs::path& segment : segments) files += fs::file_size(segment);
+  EXPECT_EQ(queue->disk_stats().bytes, files);
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 60));
+  WaitFor([&] { return queue->disk_stats().segments == 0; });
+  EXPECT_EQ(queue->disk_stats().bytes, 0);
+}
+
 TEST_F(DiskQueueTest, DamagedHeaderInAnEarlierSegmentCostsOnlyItsFrame) {
   PublishAndClose(60);
   const std::vector<fs::path> segments = Segments();
@@ -438,6 +458,59 @@ TEST_F(DiskQueueTest, AbandonedBatchesAreDeliveredAfterRestart) {
   }
   auto queue = Open();
   EXPECT_EQ(TakeAll(queue.get()), Payloads(0, 3));
+}
+
+// A batch its output retries for good: consumers read at most read_ahead past it (one batch more
+// at most), so that it holds back, and a crash delivers again, no more than that.
+TEST_F(DiskQueueTest, ABatchNotDoneBoundsHowFarConsumersReadPastIt) {
+  options_.read_ahead = 20 * kFrame;
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  ASSERT_TRUE(Publish(producer.get(), 0, 200).status.ok());
+  ASSERT_GE(queue->WaitPersisted(199, In(absl::Seconds(10))), 200u);
+  Batch stuck = queue->Get(1, In(absl::Seconds(10)));
+  ASSERT_EQ(stuck.size(), 1u);
+  std::vector<std::string> past;
+  for (Batch batch = queue->Get(4, absl::Now()); !batch.empty();
+       batch = queue->Get(4, absl::Now())) {
+    for (size_t i = 0; i < batch.size(); ++i) past.push_back(Bytes(batch.event(i)));
+    batch.Done();
+  }
+  EXPECT_GE(past.size(), 19u);
+  EXPECT_LE(past.size(), 19u + 4);
+  EXPECT_EQ(past, Payloads(1, past.size()));
+
+  // A consumer waiting there takes the next batch once the oldest one is done.
+  Batch next;
+  std::thread consumer([&] { next = queue->Get(4, In(absl::Seconds(10))); });
+  stuck.Done();
+  consumer.join();
+  ASSERT_EQ(next.size(), 4u);
+  EXPECT_EQ(Bytes(next.event(0)), Payload(1 + past.size()));
+  next.Done();
+  EXPECT_EQ(TakeAll(queue.get()), Payloads(5 + past.size(), 200 - 5 - past.size()));
+}
+
+// Batches being delivered keep the written chunks they read from: those count against the
+// buffer_size share of the newest chunks, so that past it consumers read from the files.
+TEST_F(DiskQueueTest, BatchesInFlightHoldWrittenChunksWithinBufferSize) {
+  testing::FaultyDiskIo io;
+  options_.io = &io;
+  options_.buffer_size = 16 << 10;
+  auto queue = Open();
+  auto producer = queue->NewProducer(nullptr);
+  std::vector<Batch> held;
+  for (uint64_t i = 0; i < 20 && io.calls(testing::DiskCall::kRead) == 0; ++i) {
+    ASSERT_TRUE(Publish(producer.get(), i, 1).status.ok());
+    ASSERT_GT(queue->WaitPersisted(i, In(absl::Seconds(10))), i);
+    held.push_back(queue->Get(1, In(absl::Seconds(10))));
+    ASSERT_EQ(held.back().size(), 1u);
+    EXPECT_EQ(Bytes(held.back().event(0)), Payload(i));
+  }
+  // Each round's chunk touched a page: four of them fill the share.
+  EXPECT_GT(io.calls(testing::DiskCall::kRead), 0);
+  EXPECT_LE(held.size(), 6u);
+  for (Batch& batch : held) batch.Done();
 }
 
 TEST_F(DiskQueueTest, OldestAgeCountsUndoneEvents) {

@@ -73,14 +73,19 @@ class DiskQueueTest : public ::testing::Test {
     return Publish(producer, first, count, absl::InfinitePast());
   }
 
-  // Takes and finishes batches until `limit` events or none came for 300 ms.
+  // Takes and finishes batches until `limit` events (more may yet be published: a producer
+  // waiting for the room this makes), or, without a limit, until every event the queue accepted
+  // is done (stats().events == 0: taken here, or lost frames the reader skipped). It waits on
+  // that state, not on a quiet spell, so a slow machine cannot end it early; 30 s bound a test
+  // that expected more than will come.
   std::vector<std::string> TakeAll(Queue* queue,
                                    uint64_t limit = std::numeric_limits<uint64_t>::max()) {
+    const bool all = limit == std::numeric_limits<uint64_t>::max();
     std::vector<std::string> got;
-    while (got.size() < limit) {
-      Batch batch =
-          queue->Get(std::min<uint64_t>(limit - got.size(), 1000), In(absl::Milliseconds(300)));
-      if (batch.empty()) break;
+    const absl::Time deadline = In(absl::Seconds(30));
+    while (got.size() < limit && (!all || queue->stats().events > 0) && absl::Now() < deadline) {
+      Batch batch = queue->Get(std::min<uint64_t>(limit - got.size(), 1000),
+                               std::min(deadline, In(absl::Milliseconds(100))));
       for (size_t i = 0; i < batch.size(); ++i) got.push_back(Bytes(batch.event(i)));
       batch.Done();
     }

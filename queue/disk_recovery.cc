@@ -17,7 +17,7 @@ absl::StatusOr<Recovery> Recover(absl::string_view state, absl::Span<const uint6
   uint64_t first_seq = 0;                            // of the first undelivered event
   std::vector<std::pair<uint64_t, uint32_t>> marks;  // by sequence number
   for (size_t i = 0; i < ids.size(); ++i) {
-    Segment segment{ids[i], 0, 0, 0, 0};
+    Segment segment{ids[i], 0, 0, 0, 0, 0};
     bool any = false;
     uint64_t valid_end = 0;
     std::vector<std::pair<uint64_t, uint64_t>> damage;
@@ -63,6 +63,7 @@ absl::StatusOr<Recovery> Recover(absl::string_view state, absl::Span<const uint6
       continue;
     }
     segment.last_index = last_seq;  // a sequence number until seq_base is known
+    segment.file_bytes = file_bytes;
     r.bytes += file_bytes;
     r.segments.push_back(segment);
   }

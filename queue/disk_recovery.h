@@ -45,6 +45,9 @@ struct Segment {
   uint64_t bytes;         // written and synced: what the reader may read
   uint64_t read_from;     // where its undelivered frames start
   uint64_t damage_known;  // recovery reported damage before this offset already
+  // Its file's size, what deleting it frees: at recovery more than `bytes` when bytes no frame
+  // of it is read from follow (damage, frames delivered before); Recovery::bytes is their sum.
+  uint64_t file_bytes;
 };
 
 // When an event was published, kept for the first index of each second only: enough for the oldest

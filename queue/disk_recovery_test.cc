@@ -155,6 +155,11 @@ TEST(DiskRecoveryTest, OnlyTheLastSegmentHasATornTail) {
   EXPECT_EQ(r.damage[0].end, 5 * kFrame + 30);
   EXPECT_EQ(r.segments[0].damage_known, 5 * kFrame + 30);
   EXPECT_EQ(r.bytes, 7 * kFrame + 30);  // the file, as it stays
+  // What deleting each segment frees, as recovery counted it.
+  ASSERT_EQ(r.segments.size(), 2);
+  EXPECT_EQ(r.segments[0].bytes, 5 * kFrame);
+  EXPECT_EQ(r.segments[0].file_bytes, 5 * kFrame + 30);
+  EXPECT_EQ(r.segments[1].file_bytes, 2 * kFrame);
 }
 
 TEST(DiskRecoveryTest, DamagedFrameMidSegmentCostsOnlyItself) {
