@@ -486,6 +486,8 @@ absl::Status MemoryQueue::Validate(const MemoryOptions& options) {
   return absl::OkStatus();
 }
 
+size_t MemoryQueueRingBytes(size_t max_events) { return RingSize(max_events) * sizeof(Slot); }
+
 absl::StatusOr<std::unique_ptr<MemoryQueue>> MemoryQueue::Create(const MemoryOptions& options) {
   if (absl::Status valid = Validate(options); !valid.ok()) return valid;
   return std::unique_ptr<MemoryQueue>(new MemoryQueueImpl(options));

@@ -39,6 +39,10 @@ struct MemoryOptions {
   absl::Duration sleep_max = absl::Milliseconds(10);  // kSleeping only
 };
 
+// The bytes of the ring a memory queue allocates, and touches, at Create: max_events rounded up
+// to a power of two, a 32-byte slot each. Held for the queue's life whether events come or not.
+size_t MemoryQueueRingBytes(size_t max_events);
+
 class MemoryQueue : public Queue {
  public:
   // INVALID_ARGUMENT names the option to fix: the one Validate() finds.

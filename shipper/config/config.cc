@@ -49,8 +49,10 @@ absl::string_view RoundingName(runtime::Rounding r) {
 std::vector<Key<Config>> PipelineKeys() {
   using K = KeysOf<Config>;
   return {
-      K::Size("shipper.queue.mem.events", "queue capacity in events", 1, false,
-              [](Config& c) -> size_t& { return c.queue.max_events; }),
+      K::Size("shipper.queue.mem.events",
+              "queue capacity in events; its ring holds 32 bytes an event from the start, counted "
+              "against the memory limit",
+              1, false, [](Config& c) -> size_t& { return c.queue.max_events; }),
       K::Size("shipper.queue.mem.bytes",
               "memory budget for received requests and the events queued from them, in bytes as "
               "received; spent: partial acceptance (0: none). Unset under a container memory "

@@ -103,8 +103,10 @@ struct Config {
 };
 
 // What Shipper's memory holds beside its two budgets, measured under floods of every event shape
-// with the output down (BENCHMARKS.md "Memory"): code, thread stacks, the queue's ring, gRPC's
-// and the allocator's own, batches being encoded. A memory limit must leave it room.
+// with the output down (BENCHMARKS.md "Memory"): code, thread stacks, the memory queue's ring at
+// the default shipper.queue.mem.events (a larger ring counts beside the budgets:
+// ExtraRingBytes), gRPC's and the allocator's own, batches being encoded. A memory limit must
+// leave it room.
 constexpr size_t kFixedMemoryOverhead = size_t{64} << 20;
 
 // Builds the configuration from an optional YAML file (empty path: defaults only) and

@@ -30,7 +30,8 @@ std::optional<size_t> ParseSize(const std::string& s, size_t min, bool bytes) {
     }
   }
   uint64_t n;
-  if (!absl::SimpleAtoi(v, &n) || n < min || n > SIZE_MAX / unit) return std::nullopt;
+  // The least is of the size in bytes: 4MiB is above a least of 1024.
+  if (!absl::SimpleAtoi(v, &n) || n > SIZE_MAX / unit || n * unit < min) return std::nullopt;
   return n * unit;
 }
 

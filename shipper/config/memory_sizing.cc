@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "queue/disk_options.h"
+#include "queue/memory_queue.h"
 
 namespace shipper {
 namespace {
@@ -12,6 +13,13 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 
 }  // namespace
+
+size_t ExtraRingBytes(const Config& config) {
+  if (config.disk_queue) return 0;
+  const size_t ring = queue::MemoryQueueRingBytes(config.queue.max_events);
+  const size_t held = queue::MemoryQueueRingBytes(queue::MemoryOptions().max_events);
+  return ring > held ? ring - held : 0;
+}
 
 void SizeMemory(const runtime::MemoryLimit& limit,
                 const std::function<bool(absl::string_view key)>& given, Config* config,
@@ -22,14 +30,20 @@ void SizeMemory(const runtime::MemoryLimit& limit,
   const size_t bytes = static_cast<size_t>(limit.bytes);
   const std::string where = absl::StrCat("the container's memory limit (", bytes, " bytes, ",
                                          limit.source, " ", limit.cgroup_dir, ")");
-  if (bytes < kFixedMemoryOverhead + 8 * kMiB) {
-    return problems->Add(absl::StrCat("config: ", where, " leaves no room for Shipper's fixed ",
-                                      "overhead (", kFixedMemoryOverhead,
-                                      " bytes) and its memory budgets: raise the limit"));
+  const size_t ring = ExtraRingBytes(*config);
+  if (bytes < kFixedMemoryOverhead + ring + 8 * kMiB) {
+    return problems->Add(
+        absl::StrCat("config: ", where, " leaves no room for Shipper's fixed overhead (",
+                     kFixedMemoryOverhead, " bytes)",
+                     ring > 0 ? absl::StrCat(", the ring of shipper.queue.mem.events (", ring,
+                                             " bytes beyond the default's)")
+                              : "",
+                     " and its memory budgets: raise the limit"));
   }
-  // A quarter each: half the limit for what clients send, the fixed overhead in the rest and a
-  // margin (a 256Mi sidecar: 64MiB + 64MiB + 64MiB, 64MiB to spare).
-  const size_t quarter = bytes / 4 / kMiB * kMiB;
+  // A quarter each of what a ring larger than the default's leaves: half for what clients send,
+  // the fixed overhead in the rest and a margin (a 256Mi sidecar: 64MiB + 64MiB + 64MiB, 64MiB to
+  // spare).
+  const size_t quarter = (bytes - ring) / 4 / kMiB * kMiB;
   if (!given("shipper.queue.mem.bytes")) config->queue.max_bytes = quarter;
   if (!given("shipper.server.max_receive_memory")) server.max_receive_memory = quarter;
   if (!given("shipper.server.max_message_size")) {
@@ -45,6 +59,10 @@ void SizeMemory(const runtime::MemoryLimit& limit,
   if (config->disk_queue) {
     total += 4 * queue::DiskBufferSize(config->disk);  // see queue::DiskOptions::buffer_size
     keys += " + 4 x shipper.queue.disk.buffer_size";
+  }
+  if (ring > 0) {
+    total += ring;
+    keys += " + the ring of shipper.queue.mem.events (32 bytes an event)";
   }
   if (total > bytes) {
     problems->Add(absl::StrCat("config: ", keys, " (", total - kFixedMemoryOverhead,

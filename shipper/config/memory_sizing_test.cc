@@ -87,6 +87,23 @@ TEST(MemorySizingTest, BudgetsThatDoNotFitTheMemoryLimitAreRefusedNamingKeysAndL
   config.disk.path = "/tmp/q";
   config.disk.buffer_size = 100 * kMiB;
   EXPECT_THAT(Size(Limit(256 * kMiB), &config), HasSubstr("shipper.queue.disk.buffer_size"));
+
+  // So does a memory queue ring larger than the default's: 10,000,000 events hold 512 MiB (2^24
+  // slots of 32 bytes) from the start, whether events come or not.
+  config = Config();
+  config.queue.max_events = 10000000;
+  EXPECT_EQ(ExtraRingBytes(config), 512 * kMiB - 2 * kMiB);
+  EXPECT_THAT(Size(Limit(256 * kMiB), &config), HasSubstr("shipper.queue.mem.events"));
+  EXPECT_EQ(Size(Limit(1024 * kMiB), &config), "");  // the budgets are sized from what it leaves
+  EXPECT_EQ(config.queue.max_bytes, 128 * kMiB);
+  config.queue.max_bytes = 384 * kMiB;
+  EXPECT_THAT(Size(Limit(1024 * kMiB), &config, {"shipper.queue.mem.bytes"}),
+              HasSubstr("the ring of shipper.queue.mem.events"));
+  config = Config();
+  EXPECT_EQ(ExtraRingBytes(config), 0);
+  config.queue.max_events = 10000000;
+  config.disk_queue = true;
+  EXPECT_EQ(ExtraRingBytes(config), 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "shipper/config/preflight.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -96,9 +97,30 @@ void CheckListenAddress(Problems* problems, absl::string_view key, const std::st
 absl::Status MakeDirectories(absl::string_view key, const std::string& dir, mode_t mode) {
   if (dir.empty() || Exists(dir)) return absl::OkStatus();
   if (absl::Status parent = MakeDirectories(key, Parent(dir), mode); !parent.ok()) return parent;
-  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
+  if (::mkdir(dir.c_str(), mode) != 0) {
+    if (errno == EEXIST) return absl::OkStatus();
     return absl::InvalidArgumentError(
         absl::StrCat(key, ": cannot create directory '", dir, "': ", std::strerror(errno)));
+  }
+  if (absl::Status synced = SyncDirectory(Parent(dir)); !synced.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, ": created directory '", dir, "' but ", synced.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("opening directory ", dir, ": ", std::strerror(errno)));
+  }
+  const int synced = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (synced != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("flushing directory ", dir, ": ", std::strerror(error)));
   }
   return absl::OkStatus();
 }

@@ -34,8 +34,14 @@ void CheckAppendFile(Problems* problems, absl::string_view key, const std::strin
 // the path holds nothing but perhaps a socket (a stale one is replaced at start).
 void CheckListenAddress(Problems* problems, absl::string_view key, const std::string& address);
 
-// Creates `dir` and any missing parent with `mode` (mkdir -p). INVALID_ARGUMENT names `key`.
+// Creates `dir` and any missing parent with `mode` (mkdir -p), flushing the parent of each one it
+// creates (SyncDirectory), so that a power loss cannot take a directory away with the files
+// later made durable in it. INVALID_ARGUMENT names `key`.
 absl::Status MakeDirectories(absl::string_view key, const std::string& dir, mode_t mode);
+
+// Flushes the directory `dir` (fsync): the entries created or renamed in it so far survive a power
+// loss. UNAVAILABLE, naming `dir`, on an error.
+absl::Status SyncDirectory(const std::string& dir);
 
 }  // namespace shipper
 

@@ -1,15 +1,36 @@
 #include "shipper/config/preflight.h"
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+
+// The directories this binary fsyncs, in order: fsync is interposed here (the executable's
+// definition wins over libc's for every library in it) and forwarded to libc's.
+std::mutex synced_mu;
+std::vector<std::string> synced_dirs;
+
+extern "C" int fsync(int fd) {
+  char path[PATH_MAX];
+  const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), path, sizeof(path));
+  struct stat st;
+  if (n > 0 && ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::lock_guard<std::mutex> lock(synced_mu);
+    synced_dirs.emplace_back(path, n);
+  }
+  static auto* real = reinterpret_cast<int (*)(int)>(::dlsym(RTLD_NEXT, "fsync"));
+  return real(fd);
+}
 
 namespace shipper {
 namespace {
@@ -101,6 +122,20 @@ TEST(PreflightTest, MakeDirectoriesCreatesParents) {
   std::ofstream(dir + "/f") << "x";
   absl::Status status = MakeDirectories("shipper.output.file.path", dir + "/f/sub", 0750);
   EXPECT_THAT(status.message(), HasSubstr("shipper.output.file.path: cannot create directory"));
+}
+
+// A directory's entry is durable only once its parent is flushed: a power loss after mkdir would
+// otherwise take the directory, and the files about to be synced into it, away.
+TEST(PreflightTest, MakeDirectoriesFlushesTheParentOfEachDirectoryItCreates) {
+  const std::string dir = std::filesystem::canonical(Dir());
+  std::filesystem::create_directories(dir + "/there");
+  {
+    std::lock_guard<std::mutex> lock(synced_mu);
+    synced_dirs.clear();
+  }
+  ASSERT_TRUE(MakeDirectories("k", dir + "/there/a/b", 0750).ok());
+  std::lock_guard<std::mutex> lock(synced_mu);
+  EXPECT_THAT(synced_dirs, ElementsAre(dir + "/there", dir + "/there/a"));
 }
 
 TEST(ProblemsTest, EveryProblemOneLine) {
