@@ -34,6 +34,15 @@ absl::StatusOr<std::unique_ptr<DeadLetters>> DeadLetters::Open(const std::string
     return absl::InvalidArgumentError(
         absl::StrCat(kKey, ": cannot open '", path, "' for appending: ", std::strerror(errno)));
   }
+  // The file's entry may be new: flushed once, so that the letters later flushed into it cannot
+  // vanish with it in a power loss.
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  if (absl::Status synced = SyncDirectory(dir); !synced.ok()) {
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat(kKey, ": ", synced.message()));
+  }
   struct stat st;
   const uint64_t size = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   return std::unique_ptr<DeadLetters>(new DeadLetters(fd, path, size));

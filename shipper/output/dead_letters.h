@@ -25,8 +25,10 @@ namespace shipper {
 
 class DeadLetters {
  public:
-  // Opens (creating it 0600, and its directory) `path` for appending; an empty path logs
-  // instead. INVALID_ARGUMENT names shipper.dead_letter.path when the file cannot be opened.
+  // Opens (creating it 0600, and its directory) `path` for appending, and flushes the directory
+  // that holds it, whose entry may be new; an empty path logs instead. INVALID_ARGUMENT names
+  // shipper.dead_letter.path when the file cannot be opened, UNAVAILABLE (naming it too) when the
+  // directory cannot be flushed.
   static absl::StatusOr<std::unique_ptr<DeadLetters>> Open(const std::string& path);
   ~DeadLetters();
 

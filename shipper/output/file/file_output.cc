@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -33,15 +34,6 @@ absl::Status Errno(absl::string_view what, absl::string_view path) {
   return absl::UnavailableError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
-absl::Status SyncDirectory(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("opening directory", dir);
-  const int synced = ::fsync(fd);
-  ::close(fd);
-  if (synced != 0) return Errno("flushing directory", dir);
-  return absl::OkStatus();
-}
-
 // An open file and what of it is durable; closed when the last holder lets go (the output, the
 // syncer, and the finishes of batches not yet confirmed).
 //
@@ -52,15 +44,19 @@ absl::Status SyncDirectory(const std::string& dir) {
 // A failed fdatasync loses the file: Linux reports a writeback error once, may have dropped the
 // pages it could not write, and the next fdatasync returns 0 ("fsyncgate"). So nothing written
 // after the last sync that passed counts as durable any more, whatever later syncs say: those
-// batches fail, and the output writes them again into a fresh file (FileOutput::Write).
+// batches fail, and the output cuts the file back to what was synced and writes them again
+// (FileOutput::Write).
 class OpenFile {
  public:
-  // `dir` holds the file: its entry may be new, so the first sync flushes the directory too.
-  OpenFile(int fd, std::string path, uint64_t size, std::string dir, SyncFunction sync)
+  // `dir` holds the file: its entry may be new, so the first sync flushes the directory too. Its
+  // first `synced` bytes of `size` are known durable.
+  OpenFile(int fd, std::string path, uint64_t size, uint64_t synced, std::string dir,
+           SyncFunction sync)
       : fd_(fd),
         path_(std::move(path)),
         sync_(std::move(sync)),
         written_(size),
+        synced_(synced),
         dir_(std::move(dir)) {}
   OpenFile(const OpenFile&) = delete;
   OpenFile& operator=(const OpenFile&) = delete;
@@ -94,19 +90,34 @@ class OpenFile {
     synced_or_failed_.SignalAll();
   }
 
-  // Whether a sync failed: then only the first synced_ bytes count, for good.
+  // Whether a sync failed: then only the first synced() bytes count, for good.
   bool lost() {
     runtime::MutexLock lock(&mu_);
     return !failure_.ok();
   }
+  uint64_t synced() {
+    runtime::MutexLock lock(&mu_);
+    return synced_;
+  }
 
-  // Waits until a Sync() has covered the first `end` bytes, and says whether it made them
-  // durable. REQUIRES: they were written (Wrote() was called with at least `end`) and a Sync() is
-  // to come after.
+  // Waits until a Sync() has covered the first `end` bytes, or Cancel(), and says whether they
+  // are durable. REQUIRES: they were written (Wrote() was called with at least `end`) and a Sync()
+  // is to come after.
   absl::Status AwaitSynced(uint64_t end) {
     runtime::MutexLock lock(&mu_);
-    while (end > synced_ && failure_.ok()) synced_or_failed_.Wait(&mu_);
-    return end <= synced_ ? absl::OkStatus() : failure_;
+    while (end > synced_ && failure_.ok() && !cancelled_) synced_or_failed_.Wait(&mu_);
+    if (end <= synced_) return absl::OkStatus();
+    if (!failure_.ok()) return failure_;
+    return absl::UnavailableError(
+        absl::StrCat("flushing ", path_, ": cancelled at shutdown before the flush ended"));
+  }
+
+  // Ends every AwaitSynced() now and to come that a Sync() has not yet answered: a flush may hang
+  // on a failing device, and shutdown must not wait for it.
+  void Cancel() {
+    runtime::MutexLock lock(&mu_);
+    cancelled_ = true;
+    synced_or_failed_.SignalAll();
   }
 
  private:
@@ -117,58 +128,74 @@ class OpenFile {
 
   std::atomic<uint64_t> written_;
   runtime::Mutex mu_;
-  uint64_t synced_ ABSL_GUARDED_BY(mu_) = 0;   // bytes known durable
+  uint64_t synced_ ABSL_GUARDED_BY(mu_);       // bytes known durable
   absl::Status failure_ ABSL_GUARDED_BY(mu_);  // the first failed sync's error: the file is lost
   std::string dir_ ABSL_GUARDED_BY(mu_);       // to flush on the next sync, if not empty
-  runtime::CondVar synced_or_failed_;          // synced_ grew or failure_ was set
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  runtime::CondVar synced_or_failed_;  // synced_ grew or failure_ was set
 };
 
 // Flushes files on a thread of its own, as soon as they are asked for: a worker's batch is made
 // durable while it encodes and writes its next one. Files asked for while a flush runs share the
-// next flush (group commit).
+// next flush (group commit). Its thread shares what it uses (State, the files), so that after
+// Abandon() it may outlive the Syncer.
 class Syncer {
  public:
-  Syncer() : thread_([this] { Run(); }) {}
+  Syncer() : state_(std::make_shared<State>()), thread_([state = state_] { Run(*state); }) {}
   Syncer(const Syncer&) = delete;
   Syncer& operator=(const Syncer&) = delete;
-  // Flushes what was asked for, then stops.
+  // Flushes what was asked for, then stops; after Abandon(), returns at once and the thread ends
+  // by itself.
   ~Syncer() {
     {
-      runtime::MutexLock lock(&mu_);
-      stopping_ = true;
-      asked_or_stopping_.Signal();
+      runtime::MutexLock lock(&state_->mu);
+      state_->stopping = true;
+      state_->asked_or_stopping.Signal();
     }
-    thread_.join();
+    if (abandoned_.load(std::memory_order_acquire)) {
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
   }
 
   // A Sync() of `file` is to come, covering every byte it holds now.
   void Ask(std::shared_ptr<OpenFile> file) {
-    runtime::MutexLock lock(&mu_);
-    for (const std::shared_ptr<OpenFile>& asked : asked_) {
+    runtime::MutexLock lock(&state_->mu);
+    for (const std::shared_ptr<OpenFile>& asked : state_->asked) {
       if (asked == file) return;
     }
-    asked_.push_back(std::move(file));
-    asked_or_stopping_.Signal();
+    state_->asked.push_back(std::move(file));
+    state_->asked_or_stopping.Signal();
   }
 
+  // The destructor will not wait for a flush that may hang (shutdown, FileOutput::Cancel).
+  void Abandon() { abandoned_.store(true, std::memory_order_release); }
+
  private:
-  void Run() {
+  struct State {
+    runtime::Mutex mu;
+    runtime::CondVar asked_or_stopping;
+    std::vector<std::shared_ptr<OpenFile>> asked ABSL_GUARDED_BY(mu);
+    bool stopping ABSL_GUARDED_BY(mu) = false;
+  };
+
+  static void Run(State& state) {
     std::vector<std::shared_ptr<OpenFile>> files;
     while (true) {
       {
-        runtime::MutexLock lock(&mu_);
-        while (asked_.empty() && !stopping_) asked_or_stopping_.Wait(&mu_);
-        if (asked_.empty()) return;  // stopping
-        files.swap(asked_);
+        runtime::MutexLock lock(&state.mu);
+        while (state.asked.empty() && !state.stopping) state.asked_or_stopping.Wait(&state.mu);
+        if (state.asked.empty()) return;  // stopping
+        files.swap(state.asked);
       }
       for (const std::shared_ptr<OpenFile>& file : files) file->Sync();
       files.clear();
     }
   }
-  runtime::Mutex mu_;
-  runtime::CondVar asked_or_stopping_;
-  std::vector<std::shared_ptr<OpenFile>> asked_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  const std::shared_ptr<State> state_;
+  std::atomic<bool> abandoned_{false};
   std::thread thread_;  // last: starts once the rest is built
 };
 
@@ -213,7 +240,7 @@ absl::StatusOr<std::shared_ptr<OpenFile>> Open(const FileSettings& config,
   TrimPartialLine(fd, path);
   struct stat st;
   const uint64_t size = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-  return std::make_shared<OpenFile>(fd, std::move(path), size, config.path, sync);
+  return std::make_shared<OpenFile>(fd, std::move(path), size, 0, config.path, sync);
 }
 
 // A file descriptor closed by its destructor.
@@ -240,9 +267,14 @@ class FileOutput final : public Output {
         sync_(std::move(sync)),
         syncer_(config.fsync == FsyncPolicy::kBatch ? std::make_unique<Syncer>() : nullptr),
         file_(std::move(file)),
-        size_(file_->written()) {}
+        size_(file_->written()) {
+    Track(file_);
+  }
 
   absl::Status Write(const Events& events, Outcome* outcome) override {
+    if (cancelled_.load(std::memory_order_acquire)) {
+      return absl::UnavailableError(absl::StrCat("writing ", path_, ": cancelled at shutdown"));
+    }
     thread_local BatchJson json;
     json.Encode(events);
     // The files the batch went into (more than one when it rotated) and where its bytes end.
@@ -254,7 +286,7 @@ class FileOutput final : public Output {
       runtime::MutexLock lock(&mu_);
       // A lost file (OpenFile) takes no more lines: what it held unsynced is written again, here.
       if (file_->lost()) {
-        if (absl::Status s = RotateLocked(&deleted); !s.ok()) return s;
+        if (absl::Status s = CutBackLocked(); !s.ok()) return s;
       }
       // Writes runs of lines that fit the current file, rotating between runs.
       size_t run_begin = 0, run_bytes = 0;
@@ -288,7 +320,29 @@ class FileOutput final : public Output {
     return absl::OkStatus();
   }
 
+  // Finishes waiting on a flush fail at once, and so do later writes; the output's destruction
+  // no longer waits for a flush in progress.
+  void Cancel() override {
+    cancelled_.store(true, std::memory_order_release);
+    if (syncer_ != nullptr) syncer_->Abandon();
+    runtime::MutexLock lock(&files_mu_);
+    for (const std::weak_ptr<OpenFile>& weak : files_) {
+      if (std::shared_ptr<OpenFile> file = weak.lock()) file->Cancel();
+    }
+  }
+
  private:
+  // Keeps `file` within Cancel()'s reach for as long as anyone holds it.
+  void Track(const std::shared_ptr<OpenFile>& file) {
+    runtime::MutexLock lock(&files_mu_);
+    files_.erase(std::remove_if(files_.begin(), files_.end(),
+                                [](const std::weak_ptr<OpenFile>& f) { return f.expired(); }),
+                 files_.end());
+    files_.push_back(file);
+    // Opened by a write that began before Cancel(): cancelled all the same.
+    if (cancelled_.load(std::memory_order_acquire)) file->Cancel();
+  }
+
   absl::Status WriteRunLocked(const BatchJson& json, size_t begin, size_t end, size_t bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (begin == end) return absl::OkStatus();
@@ -298,6 +352,29 @@ class FileOutput final : public Output {
     size_ += bytes;
     file_->Wrote(size_);
     return status;
+  }
+
+  // Cuts the lost file back to what its last good sync covered and goes on in it, as a new
+  // OpenFile (on a duplicate of its descriptor) whose bytes are all durable: the batches that wrote
+  // past that point fail (the old OpenFile) and are written again. Not a rotation: a device whose
+  // syncs keep failing would otherwise rotate once per retry and delete the oldest files, whose
+  // batches were acknowledged.
+  absl::Status CutBackLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t synced = file_->synced();
+    const int fd = ::fcntl(file_->fd(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return Errno("after a failed flush, reopening", path_);
+    if (::ftruncate(fd, static_cast<off_t>(synced)) != 0) {
+      const absl::Status status = Errno("after a failed flush, cutting back", path_);
+      ::close(fd);
+      return status;
+    }
+    LOG(WARNING) << path_ << ": a flush failed; cut back to the " << synced
+                 << " bytes flushed before it, the batches written since are written again";
+    // The directory is flushed again with the next sync: the failed one may have been the first.
+    file_ = std::make_shared<OpenFile>(fd, path_, synced, synced, config_.path, sync_);
+    size_ = synced;
+    Track(file_);
+    return absl::OkStatus();
   }
 
   // Name(0) is filename, Name(n) filename.n.
@@ -329,6 +406,7 @@ class FileOutput final : public Output {
     if (!file.ok()) return file.status();
     file_ = *std::move(file);
     size_ = 0;
+    Track(file_);
     return absl::OkStatus();
   }
 
@@ -344,6 +422,11 @@ class FileOutput final : public Output {
   const size_t limit_;  // bytes
   const SyncFunction sync_;
   const std::unique_ptr<Syncer> syncer_;  // null with fsync: never
+
+  std::atomic<bool> cancelled_{false};
+  // The files opened, for Cancel(); apart from mu_, which a write stuck in the kernel may hold.
+  runtime::Mutex files_mu_;
+  std::vector<std::weak_ptr<OpenFile>> files_ ABSL_GUARDED_BY(files_mu_);
 
   runtime::Mutex mu_;  // keeps each batch's lines together and orders rotations
   std::shared_ptr<OpenFile> file_ ABSL_GUARDED_BY(mu_);

@@ -11,8 +11,12 @@
 // flushed after its rename, so after a power loss it may, like the current file, end in part of a
 // batch that was never confirmed (only the current file's partial line is cut at start). A write
 // that fails part way (ENOSPC, EFBIG) is cut back to its last whole line at once. A failed
-// fdatasync loses the file (fsyncgate: see OpenFile): every batch in it not yet flushed fails, and
-// the next write rotates to a fresh file, where the retries go.
+// fdatasync loses what the file holds past its last good one (fsyncgate: see OpenFile): every
+// batch in it not yet flushed fails, and the next write cuts the file back to what was flushed,
+// where the retries go. (Not a rotation, which would delete the oldest file on every retry while
+// the device keeps failing.) Cancel() (shutdown, past the drain
+// deadline) fails at once the finishes waiting on a flush and every later Write(), and the
+// output's destruction no longer waits for a flush that may hang on a failing device.
 //
 // Thread safety: Write() from several threads at once; lines of one batch stay together in
 // order. Only writing and renaming hold the output's lock: encoding, flushing and freeing the

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -41,6 +42,15 @@ std::vector<pb::Event> TestEvents(int n) {
 // if it left one, else `written`.
 absl::Status Finished(absl::Status written, Outcome* outcome) {
   return outcome->finish ? outcome->Finish() : written;
+}
+
+// ::fdatasync, but the calls numbered in `failing` (from 0, counted in `*calls`) fail with EIO.
+std::function<int(int)> FailingSync(std::set<int> failing, std::atomic<int>* calls) {
+  return [failing = std::move(failing), calls](int fd) {
+    if (failing.count(calls->fetch_add(1)) == 0) return ::fdatasync(fd);
+    errno = EIO;
+    return -1;
+  };
 }
 
 // Write() and, if it left one, its finish: what Delivery does for a batch.
@@ -279,11 +289,7 @@ TEST_F(FileOutputTest, WriteReturnsBeforeItsFlushWhichItsFinishAwaitsAndFsyncNev
 
 TEST_F(FileOutputTest, AFailedFlushFailsItsBatchAndALaterFlushServesTheNext) {
   std::atomic<int> calls{0};
-  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, [&](int fd) {
-    if (calls.fetch_add(1) > 0) return ::fdatasync(fd);
-    errno = EIO;
-    return -1;
-  });
+  absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, FailingSync({0}, &calls));
   ASSERT_TRUE(output.ok()) << output.status();
   QueuedEvents events(TestEvents(20));
   queue::Batch first = events.Take(10), second = events.Take(10);
@@ -475,9 +481,9 @@ TEST_F(FileOutputTest, AShortWriteIsCutBackToTheLastWholeLine) {
 
 // After a failed fdatasync Linux may have dropped the pages it could not write and reports that
 // once: a later fdatasync returns 0. So every batch written into the file since its last good
-// sync fails, a batch written while the failing sync ran included, and all are written again
-// into a fresh file.
-TEST_F(FileOutputTest, AFailedFlushLosesEverythingUnsyncedAndItIsWrittenAgainIntoAFreshFile) {
+// sync fails, a batch written while the failing sync ran included: the file is cut back to that
+// sync and all are written again.
+TEST_F(FileOutputTest, AFailedFlushLosesEverythingUnsyncedWhichIsCutAndWrittenAgain) {
   runtime::Notification flush_started, release_flush;
   std::atomic<int> calls{0};
   absl::StatusOr<std::unique_ptr<Output>> output = NewFileOutput(config_, [&](int fd) {
@@ -503,8 +509,69 @@ TEST_F(FileOutputTest, AFailedFlushLosesEverythingUnsyncedAndItIsWrittenAgainInt
   }
   std::vector<uint64_t> all;
   for (uint64_t i = 1; i <= 20; ++i) all.push_back(i);
-  EXPECT_EQ(Indexes(0), all) << "a fresh file";
-  EXPECT_EQ(Indexes(1), all) << "the lost one, rotated";
+  EXPECT_EQ(Indexes(0), all) << "once each: what the failed flush left was cut";
+  EXPECT_FALSE(std::filesystem::exists(File(1))) << "no rotation";
+  first.Done();
+  second.Done();
+}
+
+// Flushes that fail again and again (a failing device) must not rotate once per retry: with
+// number_of_files 2 the second rotation deleted the file holding a batch already acknowledged.
+TEST_F(FileOutputTest, FlushesThatKeepFailingDeleteNoAcknowledgedBatch) {
+  config_.number_of_files = 2;
+  std::atomic<int> calls{0};
+  absl::StatusOr<std::unique_ptr<Output>> output =
+      NewFileOutput(config_, FailingSync({1, 2, 3}, &calls));
+  ASSERT_TRUE(output.ok()) << output.status();
+  QueuedEvents events(TestEvents(20));
+  queue::Batch first = events.Take(10), second = events.Take(10);
+  Outcome outcome;
+  ASSERT_TRUE(WriteAndFinish(**output, Events(first), &outcome).ok());
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    outcome.Clear();
+    EXPECT_FALSE(WriteAndFinish(**output, Events(second), &outcome).ok());
+  }
+  outcome.Clear();
+  EXPECT_TRUE(WriteAndFinish(**output, Events(second), &outcome).ok());
+  std::vector<uint64_t> all;
+  for (uint64_t i = 1; i <= 20; ++i) all.push_back(i);
+  EXPECT_EQ(Indexes(0), all);
+  EXPECT_FALSE(std::filesystem::exists(File(1)));
+  first.Done();
+  second.Done();
+}
+
+// A flush that hangs (a failing device) must not hold shutdown: Cancel() fails the finish waiting
+// on it and every later write at once, and the output is destroyed without waiting for it.
+TEST_F(FileOutputTest, CancelEndsWhatWaitsOnAHungFlush) {
+  auto flush_started = std::make_shared<runtime::Notification>();
+  auto release_flush = std::make_shared<runtime::Notification>();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  absl::StatusOr<std::unique_ptr<Output>> output =
+      NewFileOutput(config_, [flush_started, release_flush, calls](int fd) {
+        if (calls->fetch_add(1) == 0) flush_started->Notify();
+        release_flush->WaitForNotification();
+        return ::fdatasync(fd);
+      });
+  ASSERT_TRUE(output.ok()) << output.status();
+  QueuedEvents events(TestEvents(20));
+  queue::Batch first = events.Take(10), second = events.Take(10);
+  Outcome outcome;
+  ASSERT_TRUE((*output)->Write(Events(first), &outcome).ok());
+  ASSERT_TRUE(outcome.finish);
+  flush_started->WaitForNotification();
+  absl::Status finished;
+  std::thread finisher([&] { finished = outcome.Finish(); });
+  (*output)->Cancel();
+  finisher.join();
+  EXPECT_EQ(finished.code(), absl::StatusCode::kUnavailable) << finished;
+  EXPECT_NE(finished.message().find("cancelled"), std::string::npos) << finished;
+  Outcome later;
+  absl::Status status = WriteAndFinish(**output, Events(second), &later);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find(File(0)), std::string::npos) << status;
+  output->reset();  // returns with the flush still hung
+  release_flush->Notify();
   first.Done();
   second.Done();
 }
