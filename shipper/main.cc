@@ -23,6 +23,7 @@
 #include "runtime/memory_limit.h"
 #include "runtime/signals.h"
 #include "shipper/config/config.h"
+#include "shipper/config/memory_sizing.h"
 #include "shipper/shipper.h"
 #include "shipper/version.h"
 
@@ -92,6 +93,9 @@ int Refuse(const absl::Status& status) {
 int main(int argc, char** argv) {
   const std::string allocator = shipper::runtime::ConfigureAllocator();  // before any thread
   shipper::runtime::BlockTerminationSignals();
+  // A write past RLIMIT_FSIZE fails with EFBIG, which the outputs and the disk queue retry as they
+  // retry a full disk, instead of SIGXFSZ killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Debian builds Abseil with mutex deadlock detection on; its bookkeeping showed in profiles
   // (gRPC takes absl::Mutex on every call) and finds nothing a test run would not.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
@@ -121,11 +125,15 @@ int main(int argc, char** argv) {
   config->cpu.override_cpus = absl::GetFlag(FLAGS_cpus) > 0 ? absl::GetFlag(FLAGS_cpus) : *env_cpus;
   for (const std::string& warning : config->warnings) LOG(WARNING) << warning;
   for (const std::string& note : config->notes) LOG(INFO) << note;
-  const std::string memory =
+  std::string memory =
       absl::StrCat("memory limit: ", memory_limit.ToString(),
                    "; budgets: shipper.queue.mem.bytes=", config->queue.max_bytes,
                    " shipper.server.max_receive_memory=", config->server.limits.max_receive_memory,
-                   " (+", shipper::kFixedMemoryOverhead, " fixed)");
+                   " (+", shipper::kFixedMemoryOverhead, " fixed");
+  if (const size_t ring = shipper::ExtraRingBytes(*config); ring > 0) {
+    absl::StrAppend(&memory, " +", ring, " for the ring of shipper.queue.mem.events");
+  }
+  memory += ")";
   if (!memory_limit.reason.empty()) LOG(WARNING) << "memory limit: " << memory_limit.reason;
   LOG(INFO) << memory;
   LOG(INFO) << allocator;

@@ -162,6 +162,15 @@ TEST(EventJsonTest, EnvelopeCarriesTimestampDataStreamAndMetadata) {
   EXPECT_FALSE(doc["@metadata"].HasMember("shadowed"));
 }
 
+TEST(EventJsonTest, TheOtelSignalIsNotInTheDocument) {
+  pb::Event event;
+  event.mutable_timestamp()->set_seconds(1);
+  Field(event, "message").set_string_value("hello");
+  const std::string unmarked = Encode(event);
+  event.set_otel_signal(pb::OTEL_SIGNAL_LOG);
+  EXPECT_EQ(Encode(event), unmarked);
+}
+
 TEST(EventJsonTest, AbsentEnvelopePartsAreOmitted) {
   pb::Event event;
   rapidjson::Document doc = ParseLine(Encode(event));

@@ -6,6 +6,10 @@ EventParts::EventParts(absl::string_view event) {
   Reader reader(event);
   Field field;
   while (reader.Next(&field)) {
+    if (field.tag == (event::kOtelSignal << 3 | kVarint)) {
+      otel_signal = field.scalar;
+      continue;
+    }
     if (field.type() != kLength) continue;
     switch (field.number()) {
       case event::kTimestamp:

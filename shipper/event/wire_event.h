@@ -115,7 +115,18 @@ class Reader {
 
 // Field numbers of the schema (proto/messages.proto).
 namespace event {
-enum : uint32_t { kTimestamp = 1, kSource = 2, kDataStream = 3, kMetadata = 4, kFields = 5 };
+enum : uint32_t {
+  kTimestamp = 1,
+  kSource = 2,
+  kDataStream = 3,
+  kMetadata = 4,
+  kFields = 5,
+  kOtelSignal = 15,
+};
+}
+// Event.otel_signal's values (enum OtelSignal).
+namespace otel {
+enum : uint64_t { kUnspecified = 0, kLog = 1, kSpan = 2, kDataPoint = 3 };
 }
 namespace value {
 enum : uint32_t {
@@ -152,6 +163,8 @@ struct EventParts {
   bool has_source = false;
   bool has_data_stream = false;
   absl::string_view timestamp, source, data_stream, metadata, fields;
+  // As protobuf reads an open enum: the last varint of field 15, any value (otel::k*).
+  uint64_t otel_signal = otel::kUnspecified;
 
   explicit EventParts(absl::string_view event);
 };

@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "shipper/metrics/proc_stats.h"
@@ -226,20 +227,39 @@ void ShipperMetrics::Published(size_t events, size_t accepted, uint64_t last_ind
   if (accepted > 0) persist_latency_.Accepted(last_index, start);
 }
 
-void ShipperMetrics::InputRequest(absl::string_view input, absl::StatusCode code,
-                                  absl::Duration since_arrival) {
-  input_requests_.Get(FormatLabels({{"input", input}, {"code", absl::StatusCodeToString(code)}}))
-      .Add();
-  inputs_.Get(FormatLabels({{"input", input}})).reply_seconds.ObserveDuration(since_arrival);
+namespace {
+
+// The labels `labels` (not empty), and signal="<signal>" last when `signal` is not empty (one
+// of a few fixed names: nothing to escape).
+std::string WithSignal(
+    std::initializer_list<std::pair<absl::string_view, absl::string_view>> labels,
+    absl::string_view signal) {
+  std::string out = FormatLabels(labels);
+  if (!signal.empty()) {
+    out.pop_back();
+    absl::StrAppend(&out, ",signal=\"", signal, "\"}");
+  }
+  return out;
 }
 
-void ShipperMetrics::InputRecords(absl::string_view input, RecordOutcome outcome, uint64_t count) {
+}  // namespace
+
+void ShipperMetrics::InputRequest(absl::string_view input, absl::StatusCode code,
+                                  absl::Duration since_arrival, absl::string_view signal) {
+  input_requests_
+      .Get(WithSignal({{"input", input}, {"code", absl::StatusCodeToString(code)}}, signal))
+      .Add();
+  inputs_.Get(WithSignal({{"input", input}}, signal)).reply_seconds.ObserveDuration(since_arrival);
+}
+
+void ShipperMetrics::InputRecords(absl::string_view input, RecordOutcome outcome, uint64_t count,
+                                  absl::string_view signal) {
   if (count == 0) return;
   const absl::string_view label = outcome == RecordOutcome::kAccepted ? "accepted"
                                   : outcome == RecordOutcome::kRetry  ? "retry"
                                   : outcome == RecordOutcome::kJoined ? "joined"
                                                                       : "rejected";
-  input_records_.Get(FormatLabels({{"input", input}, {"outcome", label}})).Add(count);
+  input_records_.Get(WithSignal({{"input", input}, {"outcome", label}}, signal)).Add(count);
 }
 
 std::vector<MetricFamily> Collect(const Sources& sources) {
@@ -307,6 +327,11 @@ std::vector<MetricFamily> Collect(const Sources& sources) {
         "Connections beyond shipper.server.max_connections, whose calls were all refused.",
         Type::kCounter)
       .Sample(m.connections_refused_.value());
+  c.Add("shipper_otlp_http_connections_refused_total",
+        "OTLP/HTTP connections beyond shipper.otlp.http.max_connections, closed as soon as "
+        "accepted.",
+        Type::kCounter)
+      .Sample(m.otlp_http_connections_refused_.value());
   c.Add("shipper_grpc_requests_total", "gRPC calls finished, by method and status code.",
         Type::kCounter);
   m.grpc_requests_.ForEach([&](const std::string& labels, const Counter& counter) {

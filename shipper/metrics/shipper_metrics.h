@@ -90,16 +90,23 @@ class ShipperMetrics {
   void Published(size_t events, size_t accepted, uint64_t last_index, absl::StatusCode code,
                  absl::Time start);
   // A request to the input called `input` ("producer", "otlp_grpc", "otlp_http") was answered
-  // with `code`, `since_arrival` after it arrived. Locks briefly (a map lookup).
-  void InputRequest(absl::string_view input, absl::StatusCode code, absl::Duration since_arrival);
-  // `count` records of requests to `input` came to `outcome`. Locks briefly.
-  void InputRecords(absl::string_view input, RecordOutcome outcome, uint64_t count);
+  // with `code`, `since_arrival` after it arrived. `signal`: what the request carried, for the
+  // inputs that take several kinds ("logs", "traces", "metrics": the signal label); empty for
+  // the others (no label). Locks briefly (a map lookup).
+  void InputRequest(absl::string_view input, absl::StatusCode code, absl::Duration since_arrival,
+                    absl::string_view signal = {});
+  // `count` records of requests to `input` (of `signal`, as above) came to `outcome`. Locks
+  // briefly.
+  void InputRecords(absl::string_view input, RecordOutcome outcome, uint64_t count,
+                    absl::string_view signal = {});
   // The persisted index advanced to `index`.
   void Persisted(uint64_t index) { persist_latency_.Persisted(index); }
   // The CPU monitor resized the pools.
   void Retuned() { cpu_retunes_.Add(); }
   // A connection beyond shipper.server.max_connections was accepted to be refused.
   void ConnectionRefused() { connections_refused_.Add(); }
+  // A connection beyond shipper.otlp.http.max_connections was closed as soon as it was accepted.
+  void OtlpHttpConnectionRefused() { otlp_http_connections_refused_.Add(); }
   // The delivery metrics of the output called `name` ("file", "redis", ...). Locks: look it up
   // once per output and keep the reference.
   OutputMetrics& Output(absl::string_view name) {
@@ -133,6 +140,7 @@ class ShipperMetrics {
   PersistLatency persist_latency_{&persist_seconds_};
   Counter cpu_retunes_;
   Counter connections_refused_;
+  Counter otlp_http_connections_refused_;
   Family<OutputMetrics> outputs_;
   Family<Counter> output_requests_;
   Family<Counter> output_items_;

@@ -132,7 +132,16 @@ TEST_F(ShipperMetricsTest, InputRequestsRecordsAndReplyTimeByInput) {
   m.InputRecords("otlp_grpc", RecordOutcome::kRetry, 7);
   m.InputRecords("otlp_grpc", RecordOutcome::kRejected, 1);
   m.InputRecords("otlp_http", RecordOutcome::kRejected, 0);  // nothing: no sample
+  // The OTLP inputs label what each request carried.
+  m.InputRequest("otlp_http", absl::StatusCode::kOk, absl::Milliseconds(1), "traces");
+  m.InputRecords("otlp_http", RecordOutcome::kAccepted, 3, "metrics");
   const std::vector<MetricFamily> families = Collect(sources_);
+  EXPECT_EQ(Value(families, "shipper_input_requests_total",
+                  R"({input="otlp_http",code="OK",signal="traces"})"),
+            1);
+  EXPECT_EQ(Value(families, "shipper_input_records_total",
+                  R"({input="otlp_http",outcome="accepted",signal="metrics"})"),
+            3);
   EXPECT_EQ(Value(families, "shipper_input_requests_total", R"({input="otlp_grpc",code="OK"})"), 1);
   EXPECT_EQ(
       Value(families, "shipper_input_requests_total", R"({input="otlp_grpc",code="UNAVAILABLE"})"),
@@ -168,6 +177,7 @@ TEST_F(ShipperMetricsTest, ProcessAndCpuMetricsAreRead) {
   EXPECT_GE(Value(families, "shipper_cpu_host"), 1);
   EXPECT_GE(Value(families, "shipper_cpu_retunes_total"), 0);
   EXPECT_GE(Value(families, "shipper_connections_refused_total"), 0);
+  EXPECT_GE(Value(families, "shipper_otlp_http_connections_refused_total"), 0);
   EXPECT_GT(Value(families, "process_resident_memory_bytes"), 0);
   EXPECT_GE(Value(families, "process_threads"), 1);
   EXPECT_GE(Value(families, "process_open_fds"), 3);

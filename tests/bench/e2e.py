@@ -36,6 +36,19 @@ For each event shape, shipper_load sends the same number of events to
   (g) kafka-real, kafka-direct-real -- (e) and (f) into one real Apache Kafka node
                                   (kafka_bench --serve --real: tests/kafka/real_kafka.h, the
                                   broker ./dev installs), kafka-real's ratio to kafka-direct-real;
+  (h) Shipper, otlp            -- the whole pipeline into tests/load/otlp_null_server (a C++
+                                  OTLP/gRPC sink: decodes each request as Shipper's OTLP input
+                                  does, counts its records, answers OK, stores nothing) through the
+                                  OTLP output over gRPC, uncompressed as otlp-direct sends
+                                  (otlp-gzip: at the output's default, gzip), max_in_flight 4;
+                                  their ratio is to
+  (i) otlp-direct              -- otlp_load: the same shape's records as OTLP log records
+                                  (tests/load/otlp_shapes.h), in exports of the run's batch size,
+                                  uncompressed, 4 in flight as the output's worker, straight into
+                                  a fresh sink (no gRPC into Shipper, no Shipper); its
+                                  shipper_cpu_sec_per_million is otlp_load's. Both lines add
+                                  sink_records and sink_exports (what the sink counted: every
+                                  event must be there) and sink_cpu_sec_per_million;
 and, for context, null_server --decode=envelope ("transport": events counted, not decoded) and
 null_server --decode=full ("protobuf": every event parsed into protobuf messages, as Shipper did
 before it kept events as wire bytes),
@@ -98,11 +111,15 @@ KAFKA_METRICS = {"shipper_kafka_sent_bytes_total": "kafka_sent_bytes",
 DISK_METRICS = {"shipper_queue_disk_syncs_total": "disk_syncs",
                 "shipper_queue_disk_sync_seconds_total": "disk_sync_seconds"}
 METRICS = re.compile(r"metrics on http://(\S+)/metrics")
+# The OTLP targets: the output's compression (otlp-direct's otlp_load sends uncompressed).
+OTLP_COMPRESSION = {"otlp": "none", "otlp-gzip": "gzip"}
+# What otlp_null_server logs when it stops.
+OTLP_SINK_TOTALS = re.compile(r"otlp_null_server: (\d+) records in (\d+) exports, (\d+) refused")
 
 
 def baseline_of(target):
     """The target whose events/s a target's ratio divides by."""
-    for output in ("kafka", "elasticsearch"):
+    for output in ("kafka", "elasticsearch", "otlp"):
         if target.startswith(output):
             return output + "-direct" + ("-real" if target.endswith("-real") else "")
     return "null"
@@ -112,10 +129,11 @@ def baseline_of(target):
 BASELINE_KEYS = {"null": "null_server_events_per_sec",
                  "kafka-direct": "kafka_direct_events_per_sec",
                  "kafka-direct-real": "kafka_direct_real_events_per_sec",
-                 "elasticsearch-direct": "elasticsearch_direct_events_per_sec"}
+                 "elasticsearch-direct": "elasticsearch_direct_events_per_sec",
+                 "otlp-direct": "otlp_direct_events_per_sec"}
 # Targets that run without a Shipper binary.
 BASELINES = ("null", "transport", "protobuf", "kafka-direct", "kafka-direct-real",
-             "elasticsearch-direct")
+             "elasticsearch-direct", "otlp-direct")
 
 
 def log(*parts):
@@ -238,6 +256,11 @@ class Bench:
                      "-E", "shipper.output.kafka.librdkafka=[%s]" % ", ".join(librdkafka)]
             for key, value in settings.items():
                 argv += ["-E", "shipper.output.kafka.%s=%s" % (key, value)]
+        if output in OTLP_COMPRESSION:
+            fake = self.start_otlp_sink(name)
+            argv += ["-E", "shipper.output.otlp.enabled=true",
+                     "-E", "shipper.output.otlp.endpoint=" + fake.address,
+                     "-E", "shipper.output.otlp.compression=" + OTLP_COMPRESSION[output]]
         for kv in overrides:
             argv += ["-E", kv]
         try:
@@ -274,6 +297,47 @@ class Bench:
                 "server_cpu_sec": d["cpu_sec"], "fake_cpu_sec": sink_cpu, "rss_mb": 0.0,
                 "p50_ms": None, "p99_ms": None, "event_bytes": None, "batch": None,
                 "channels": None, "inflight": None, "client_cpu_sec": 0.0}
+
+    def start_otlp_sink(self, name):
+        return Server(name + "/sink", [self.o.otlp_null_server, "--listen=127.0.0.1:0"],
+                      self.workdir)
+
+    @staticmethod
+    def otlp_sink_totals(sink):
+        """What the stopped sink counted: records, exports (refused ones are an error)."""
+        with open(sink.log_path, "rb") as f:
+            m = OTLP_SINK_TOTALS.search(f.read().decode(errors="replace"))
+        if not m:
+            raise RuntimeError("%s logged no totals: %s" % (sink.name, sink.log_tail()))
+        if int(m.group(3)):
+            raise RuntimeError("%s refused %s exports: %s" % (sink.name, m.group(3),
+                                                              sink.log_tail()))
+        return {"sink_records": int(m.group(1)), "sink_exports": int(m.group(2))}
+
+    def otlp_direct(self, name, shape, events):
+        """The baseline: otlp_load into a fresh sink, exports of the run's batch size."""
+        sink = self.start_otlp_sink(name)
+        try:
+            cpu0 = sink.cpu_sec()
+            argv = [self.o.otlp_load, "--target=" + sink.address, "--transport=grpc",
+                    "--shape=" + shape, "--events=%d" % events,
+                    "--batch=%d" % self.o.batch[shape], "--inflight=4"]
+            p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=self.o.run_timeout)
+            sink_cpu = sink.cpu_sec() - cpu0
+        finally:
+            sink.stop()
+        lines = p.stdout.decode().strip().splitlines()
+        if p.returncode != 0 or not lines:
+            raise RuntimeError("otlp_load %s failed (exit %d): %s" % (
+                " ".join(argv[1:]), p.returncode, p.stderr.decode().strip()[-500:]))
+        d = json.loads(lines[-1])
+        r = {"persisted_per_sec": d["events_per_sec"], "events_persisted": d["events"],
+             "server_cpu_sec": d["client_cpu_sec"], "fake_cpu_sec": sink_cpu, "rss_mb": 0.0,
+             "p50_ms": None, "p99_ms": None, "event_bytes": None, "batch": d["batch"],
+             "channels": None, "inflight": d["inflight"], "client_cpu_sec": 0.0}
+        r.update(self.otlp_sink_totals(sink))
+        return r
 
     def start_mock_cluster(self, name, real=False):
         """kafka_bench --serve: the mock cluster, or with `real` one real Kafka node (a JVM, its
@@ -363,6 +427,8 @@ class Bench:
             return self.kafka_direct(name, shape, events, real=target.endswith("-real"))
         elif target == "elasticsearch-direct":
             return self.elasticsearch_direct(name, shape, events)
+        elif target == "otlp-direct":
+            return self.otlp_direct(name, shape, events)
         else:
             server = self.start_shipper(name, output=target)
         try:
@@ -391,6 +457,8 @@ class Bench:
                     with urllib.request.urlopen("http://%s/_fake/stats" % fake.address) as page:
                         server.wire_bytes = json.load(page)["bytes"]
                 fake.stop()
+                if target in OTLP_COMPRESSION:
+                    server.sink_totals = self.otlp_sink_totals(fake)
             if getattr(server, "outdir", None):
                 r_bytes = sum(os.path.getsize(os.path.join(d, f))
                               for d, _, fs in os.walk(server.outdir) for f in fs)
@@ -400,6 +468,7 @@ class Bench:
             r["output_bytes"] = server.output_bytes
         if getattr(server, "wire_bytes", None) is not None:
             r["wire_bytes"] = server.wire_bytes
+        r.update(getattr(server, "sink_totals", {}))
         return r
 
     def run_throughput(self):
@@ -476,9 +545,12 @@ class Bench:
                     record["disk_events_per_sync"] = round(n / r["disk_syncs"])
                     record["disk_sync_ms"] = round(r["disk_sync_seconds"] / r["disk_syncs"] * 1e3, 2)
                     record["disk_sync_busy"] = round(r["disk_sync_seconds"] * eps / n, 3)
-                if target.startswith("elasticsearch"):
+                if target.startswith("elasticsearch") or target.startswith("otlp"):
                     # The sink's CPU, to tell its limit from Shipper's.
                     record["sink_cpu_sec_per_million"] = round(r["fake_cpu_sec"] / n * 1e6, 3)
+                if "sink_records" in r:
+                    record["sink_records"] = r["sink_records"]
+                    record["sink_exports"] = r["sink_exports"]
                 if "wire_bytes" in r:
                     record["bulk_bytes_on_the_wire"] = r["wire_bytes"]
                 if target == "discard" and best.get("discard-4mib"):
@@ -652,11 +724,16 @@ def main():
                     help="tests/kafka/kafka_bench, for the kafka targets")
     ap.add_argument("--es_bench", default=os.environ.get("ES_BENCH_BIN", ""),
                     help="tests/elasticsearch/es_bench, for the elasticsearch targets")
+    ap.add_argument("--otlp_load", default=os.environ.get("OTLP_LOAD_BIN", ""),
+                    help="tests/load/otlp_load, for the otlp-direct target")
+    ap.add_argument("--otlp_null_server", default=os.environ.get("OTLP_NULL_SERVER_BIN", ""),
+                    help="tests/load/otlp_null_server, the otlp targets' sink")
     ap.add_argument("--config", default=os.environ.get("SHIPPER_CONFIG", ""),
                     help="YAML config passed with -c (default: none, only -E overrides)")
     ap.add_argument("--targets",
                     default="null,transport,protobuf,discard,discard-4mib,discard-disk,file,"
-                            "file-nosync,elasticsearch-direct,elasticsearch,elasticsearch-gzip0",
+                            "file-nosync,elasticsearch-direct,elasticsearch,elasticsearch-gzip0,"
+                            "otlp-direct,otlp,otlp-gzip",
                     help="null: null_server (Shipper's scan, the baseline); transport: "
                          "null_server --decode=envelope (no event decoding); protobuf: "
                          "null_server --decode=full (protobuf messages); discard, file, "
@@ -664,7 +741,9 @@ def main():
                          "elasticsearch-direct: their baseline (es_bench --produce); "
                          "discard-disk: discard through the disk queue; discard-4mib: discard "
                          "with shipper.server.max_message_size=4MiB; file-nosync: file "
-                         "with fsync: never")
+                         "with fsync: never; otlp, otlp-gzip: the OTLP output (uncompressed, gzip) "
+                         "into otlp_null_server; otlp-direct: their baseline (otlp_load into "
+                         "the same sink)")
     ap.add_argument("--shapes", default="filebeat,tiny,large")
     ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",
                     help="events per run, per shape")
@@ -698,7 +777,8 @@ def main():
     o.direct_overrides = [kv for kv in o.direct_overrides.split(",") if kv]
     o.common_overrides = [kv for kv in o.common_overrides.split(",") if kv]
     # Servers run in a temporary directory: make the paths independent of the caller's.
-    for flag in ("shipper", "null_server", "shipper_load", "config", "kafka_bench", "es_bench"):
+    for flag in ("shipper", "null_server", "shipper_load", "config", "kafka_bench", "es_bench",
+                 "otlp_load", "otlp_null_server"):
         if getattr(o, flag):
             setattr(o, flag, os.path.abspath(getattr(o, flag)))
     for flag in ("null_server", "shipper_load"):
@@ -709,6 +789,10 @@ def main():
         ap.error("--kafka_bench: no executable at %r" % o.kafka_bench)
     if any(t.startswith("elasticsearch") for t in o.targets) and not os.access(o.es_bench, os.X_OK):
         ap.error("--es_bench: no executable at %r" % o.es_bench)
+    if any(t.startswith("otlp") for t in o.targets):
+        for flag in ("otlp_load", "otlp_null_server"):
+            if not os.access(getattr(o, flag), os.X_OK):
+                ap.error("--%s: no executable at %r" % (flag, getattr(o, flag)))
     if o.shipper and not os.access(o.shipper, os.X_OK):
         ap.error("--shipper: no executable at %r" % o.shipper)
     if not o.shipper:

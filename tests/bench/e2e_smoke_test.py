@@ -3,7 +3,7 @@
 binaries, checking that each line is there, has no error and has sane numbers. Figures are not
 judged (this is a test, not a benchmark).
 
-  e2e_smoke_test.py SHIPPER NULL_SERVER SHIPPER_LOAD KAFKA_BENCH ES_BENCH
+  e2e_smoke_test.py SHIPPER NULL_SERVER SHIPPER_LOAD KAFKA_BENCH ES_BENCH OTLP_LOAD OTLP_NULL_SERVER
 """
 
 import json
@@ -15,11 +15,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def main():
-    shipper, null_server, shipper_load, kafka_bench, es_bench = sys.argv[1:6]
+    (shipper, null_server, shipper_load, kafka_bench, es_bench, otlp_load,
+     otlp_null) = sys.argv[1:8]
     p = subprocess.run(
         [sys.executable, os.path.join(HERE, "e2e.py"), "--shipper=" + shipper,
          "--null_server=" + null_server, "--shipper_load=" + shipper_load,
-         "--es_bench=" + es_bench, "--events=filebeat=20000,tiny=50000,large=2000", "--reps=filebeat=1,tiny=1,large=1",
+         "--es_bench=" + es_bench, "--otlp_load=" + otlp_load,
+         "--otlp_null_server=" + otlp_null, "--events=filebeat=20000,tiny=50000,large=2000",
+         "--reps=filebeat=1,tiny=1,large=1",
          "--latency_seconds=1", "--idle_seconds=1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
     sys.stderr.write(p.stderr.decode())
@@ -28,7 +31,8 @@ def main():
     expected = ["e2e/%s/%s" % (t, s) for s in ("filebeat", "tiny", "large")
                 for t in ("null", "transport", "protobuf", "discard", "discard-4mib",
                           "discard-disk", "file", "file-nosync", "elasticsearch-direct",
-                          "elasticsearch", "elasticsearch-gzip0")]
+                          "elasticsearch", "elasticsearch-gzip0", "otlp-direct", "otlp",
+                          "otlp-gzip")]
     expected += ["e2e/latency_at_half_load/null", "e2e/latency_at_half_load",
                  "e2e/latency_at_half_load/direct", "e2e/latency_at_half_load/file",
                  "idle_cpu"]
@@ -56,6 +60,11 @@ def main():
             if name.split("/")[1] in ("elasticsearch", "elasticsearch-gzip0") and not (
                     line.get("ratio_to_file") and line.get("bulk_bytes_on_the_wire")):
                 failures.append("%s: no ratio_to_file or bulk_bytes_on_the_wire" % name)
+            if name.split("/")[1].startswith("otlp") and not (
+                    line.get("sink_records", 0) >= line["events"] > 0 and
+                    line.get("otlp_direct_events_per_sec")):
+                failures.append("%s: the sink counted %r of %r events, or no otlp-direct figure"
+                                % (name, line.get("sink_records"), line["events"]))
             if name.startswith("e2e/") and "/latency" not in name:
                 if line["events"] <= 0 or line["ratio"] is None:
                     failures.append("%s: events %r ratio %r" % (name, line["events"],

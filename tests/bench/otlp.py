@@ -1,15 +1,21 @@
 #!/usr/bin/python3
 """OTLP benchmark (./dev bench otlp): Shipper's OTLP input against the OTLP limit, in one run.
 
-For each e2e shape (filebeat-like, tiny, large records; tests/load/otlp_shapes.h), otlp_load
-exports the same records with 10 exports in flight (the Collector's exporter default) to
-  null            otlp_null_server: decodes every request into protobuf messages and replies at
-                  once; the limit every ratio divides by,
+For each shape (tests/load/otlp_shapes.h: the e2e shapes, filebeat-like, tiny and large, as log
+records; span, a span with 10 attributes and 2 events; gauge, a gauge data point; histogram, a
+20-bucket histogram data point), otlp_load exports the same records (log records, spans or data
+points) to the shape's signal's service or path, with 10 exports in flight (the Collector's
+exporter default) to
+  null            otlp_null_server: decodes every request as Shipper does (OtlpConversion's scan
+                  of the wire bytes, for the request's signal) and replies at once; the limit
+                  every ratio divides by,
   grpc-queued     Shipper, OTLP/gRPC, ack: queued, discard output,
   grpc-persisted  Shipper, OTLP/gRPC, ack: persisted (the default), discard output,
   http-persisted  Shipper, OTLP/HTTP protobuf, ack: persisted, discard output,
 each a fresh process, and, for the same shape in the same run, the Producer API's e2e/discard
 figure (shipper_load into null_server and into Shipper's discard output, as ./dev bench e2e).
+The trace and metric shapes have no Producer API figure (it has no such shapes): their rows'
+producer_* are null.
 One JSON line per Shipper row:
 
   {"name": "otlp/<target>/<shape>", "events_per_sec": ..., "null_events_per_sec": ...,
@@ -37,6 +43,11 @@ import e2e  # noqa: E402  (its Server process wrapper and the Producer API's run
 
 GRPC = re.compile(r"OTLP/gRPC listening on (\S+)")
 HTTP = re.compile(r"OTLP/HTTP serving on (\S+)")
+LOG_SHAPES = ("filebeat", "tiny", "large")  # the e2e shapes, as OTLP log records
+# Records per run and per export, per shape (the log shapes' as the e2e bench's).
+EVENTS = ("filebeat=600_000,tiny=2_000_000,large=60_000,span=600_000,gauge=2_000_000,"
+          "histogram=600_000")
+BATCH = "filebeat=500,tiny=500,large=100,span=500,gauge=500,histogram=500"
 TARGETS = {  # name: (transport, ack)
     "grpc-queued": ("grpc", "queued"),
     "grpc-persisted": ("grpc", "persisted"),
@@ -156,10 +167,12 @@ class OtlpBench:
     def run(self):
         failed = False
         for shape in self.o.shapes:
+            logs = shape in LOG_SHAPES
             try:
                 best = self.best_runs(["null"] + self.o.targets, shape)
-                producer_null = self.e2e.throughput("null", shape)["persisted_per_sec"]
-                producer = self.e2e.throughput("discard", shape)["persisted_per_sec"]
+                if logs:
+                    producer_null = self.e2e.throughput("null", shape)["persisted_per_sec"]
+                    producer = self.e2e.throughput("discard", shape)["persisted_per_sec"]
             except Exception as e:  # one shape failing does not hide the others
                 log("%s failed: %s" % (shape, e))
                 failed = True
@@ -171,13 +184,13 @@ class OtlpBench:
                     "name": "otlp/%s/%s" % (target, shape),
                     "events_per_sec": round(r["events_per_sec"]),
                     "null_events_per_sec": round(null),
-                    "ratio": round(r["events_per_sec"] / null, 3) if null else None,
+                    "ratio": round(r["events_per_sec"] / null, 3),
                     "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"], "retries": r["retries"],
                     "shipper_cpu_sec_per_million": round(
                         r["server_cpu_sec"] / r["events"] * 1e6, 2) if r["events"] else None,
                     "rss_mb": round(r["rss_mb"], 1),
-                    "producer_discard_events_per_sec": round(producer),
-                    "producer_discard_ratio": round(producer / producer_null, 3),
+                    "producer_discard_events_per_sec": round(producer) if logs else None,
+                    "producer_discard_ratio": round(producer / producer_null, 3) if logs else None,
                 }
                 if target == "http-persisted" and "grpc-persisted" in best:
                     grpc = best["grpc-persisted"]["events_per_sec"]
@@ -201,10 +214,10 @@ def main():
 
 def add_load_flags(ap, run_timeout):
     """The flags of otlp_load's runs (and of the targets' list), this bench's and peers.py's."""
-    ap.add_argument("--shapes", default="filebeat,tiny,large")
-    ap.add_argument("--events", default="filebeat=600_000,tiny=2_000_000,large=60_000",
-                    help="records per run, per shape (the e2e bench's)")
-    ap.add_argument("--batch", default="filebeat=500,tiny=500,large=100")
+    ap.add_argument("--shapes", default="filebeat,tiny,large,span,gauge,histogram")
+    ap.add_argument("--events", default=EVENTS,
+                    help="records per run, per shape; a shape not named keeps its default")
+    ap.add_argument("--batch", default=BATCH, help="records per export, per shape; likewise")
     ap.add_argument("--inflight", type=int, default=10)
     ap.add_argument("--reps", type=int, default=2, help="runs per target (interleaved; best kept)")
     ap.add_argument("--run_timeout", type=float, default=run_timeout)
@@ -214,8 +227,8 @@ def parse_load_flags(ap):
     o = ap.parse_args()
     o.targets = [t for t in o.targets.split(",") if t]
     o.shapes = [s for s in o.shapes.split(",") if s]
-    o.events = e2e.per_shape(o.events)
-    o.batch = e2e.per_shape(o.batch)
+    o.events = dict(e2e.per_shape(EVENTS), **e2e.per_shape(o.events))
+    o.batch = dict(e2e.per_shape(BATCH), **e2e.per_shape(o.batch))
     return o
 
 

@@ -1,11 +1,15 @@
 #!/usr/bin/python3
 """Peers benchmark (./dev bench peers): Shipper against the OpenTelemetry Collector, in one run.
 
-For each e2e shape (tests/load/otlp_shapes.h), otlp_load exports the same records over OTLP/gRPC
-with 10 exports in flight (the Collector's exporter default) into, each a fresh process:
+For each shape (tests/load/otlp_shapes.h: the e2e shapes as log records; span, a span with 10
+attributes and 2 events; gauge, a gauge data point; histogram, a 20-bucket histogram data point),
+otlp_load exports the same records (log records, spans or data points) over OTLP/gRPC, to the
+shape's signal's service, with 10 exports in flight (the Collector's exporter default) into, each a
+fresh process:
   collector-queued/nop      the Collector (tests/peers/otelcol, built by ./dev): otlp receiver ->
-                            batch processor -> nop exporter; it answers once the batch processor
-                            has the records (queued: a crash loses them),
+                            batch processor -> nop exporter, a pipeline for each signal; it
+                            answers once the batch processor has the records (queued: a crash
+                            loses them),
   collector-queued/file     the same into its file exporter,
   shipper-queued/discard    Shipper, ack: queued (as the Collector answers), discard output,
   shipper-queued/file       the same into its file output,
@@ -17,7 +21,7 @@ with 10 exports in flight (the Collector's exporter default) into, each a fresh 
                             its default) into a sink,
   shipper-persisted/relay   the same, ack: persisted: answered once the sink accepted the records.
 The relays' sink is otlp_null_server (tests/load), a fresh one per run, which decodes every
-request and answers at once; its CPU is not counted.
+request (logs, traces or metrics) and answers at once; its CPU is not counted.
 One JSON line per row, named peers/<collector|shipper>-<queued|persisted>/<output>/<shape>:
 
   {"name": ..., "records_per_sec": ..., "cpu_sec_per_million": ..., "rss_mb": ...,
@@ -82,8 +86,9 @@ class PeersBench(otlp.OtlpBench):
             "processors": {"batch": {}},
             "exporters": exporter[output],
             "service": {"telemetry": {"metrics": {"level": "none"}},
-                        "pipelines": {"logs": {"receivers": ["otlp"], "processors": ["batch"],
-                                               "exporters": list(exporter[output])}}},
+                        "pipelines": {signal: {"receivers": ["otlp"], "processors": ["batch"],
+                                               "exporters": list(exporter[output])}
+                                      for signal in ("logs", "traces", "metrics")}},
         }
         path = os.path.join(self.workdir, "collector.yaml")
         with open(path, "w") as f:
@@ -92,6 +97,12 @@ class PeersBench(otlp.OtlpBench):
                             ready=COLLECTOR_READY)
         return server, "127.0.0.1:%d" % port
 
+    def sink(self, name):
+        """The relays' sink, otlp_null_server, and its address."""
+        server = e2e.Server(name, [self.o.otlp_null_server, "--listen=127.0.0.1:0"],
+                            self.workdir)
+        return server, server.address
+
     def run_target(self, target, shape):
         name = "peers/%s/%s" % (target, shape)
         kind, ack, output = TARGETS[target]
@@ -99,17 +110,16 @@ class PeersBench(otlp.OtlpBench):
         shutil.rmtree(os.path.join(self.workdir, "out"), ignore_errors=True)
         if os.path.exists(os.path.join(self.workdir, "collector.jsonl")):
             os.remove(os.path.join(self.workdir, "collector.jsonl"))
-        sink = (e2e.Server(name + "/sink", [self.o.otlp_null_server, "--listen=127.0.0.1:0"],
-                           self.workdir) if output == "relay" else None)
+        sink, sink_address = self.sink(name + "/sink") if output == "relay" else (None, None)
         try:
             if kind == "collector":
-                server, address = self.collector(name, output, sink and sink.address)
+                server, address = self.collector(name, output, sink_address)
             else:
                 out = (["shipper.output.discard.enabled=true"] if output == "discard" else
                        ["shipper.output.file.path=" + os.path.join(self.workdir, "out")]
                        if output == "file" else
                        ["shipper.output.otlp.enabled=true",
-                        "shipper.output.otlp.endpoint=" + sink.address])
+                        "shipper.output.otlp.endpoint=" + sink_address])
                 server = e2e.Server(name, otlp.shipper_argv(self.o.shipper, "grpc", ack, out),
                                     self.workdir)
                 address = self.otlp_address(server, otlp.GRPC)

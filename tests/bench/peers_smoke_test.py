@@ -18,7 +18,8 @@ sys.path.insert(0, "tests/peers")
 import peers as bench  # noqa: E402  (tests/bench/peers.py: its targets)
 from peer_harness import peer  # noqa: E402
 
-SHAPES = ("filebeat", "tiny", "large")
+# The log shapes, and a trace and a metric shape (the gauge's pipeline is the histogram's).
+SHAPES = ("filebeat", "tiny", "large", "span", "histogram")
 
 
 class PeersSmokeTest(unittest.TestCase):
@@ -27,8 +28,8 @@ class PeersSmokeTest(unittest.TestCase):
         p = subprocess.run(
             [sys.executable, os.path.join(HERE, "peers.py"), "--shipper=" + SHIPPER,
              "--otlp_load=" + OTLP_LOAD, "--otelcol=" + otelcol,
-             "--otlp_null_server=" + OTLP_NULL_SERVER, "--reps=1",
-             "--events=filebeat=20000,tiny=50000,large=2000"],
+             "--otlp_null_server=" + OTLP_NULL_SERVER, "--reps=1", "--shapes=" + ",".join(SHAPES),
+             "--events=filebeat=20000,tiny=50000,large=2000,span=10000,histogram=10000"],
             capture_output=True, text=True, timeout=360)
         self.assertEqual(p.returncode, 0, p.stderr[-3000:])
         rows = {r["name"]: r for r in map(json.loads, p.stdout.splitlines())}

@@ -34,6 +34,7 @@
 #include "absl/time/clock.h"
 #include "httplib.h"
 #include "rapidjson/stringbuffer.h"
+#include "shipper/codec/compression.h"
 #include "shipper/event/event_json.h"
 #include "shipper/output/elasticsearch/elasticsearch_bulk.h"
 #include "shipper/output/elasticsearch/elasticsearch_settings.h"
@@ -155,7 +156,7 @@ int Produce() {
       // As the output builds a body (BulkBody): compressed as it is assembled.
       body.clear();
       if (level > 0) {
-        GzipBody gzip(level);
+        Encoder gzip(ContentCoding::kGzip, level);
         for (uint64_t i = first; i < first + n; ++i) {
           gzip.Add(items[i % kDocuments].action);
           gzip.Add(items[i % kDocuments].document);

@@ -3,24 +3,45 @@
 Health turns NOT_SERVING, new publishes get UNAVAILABLE, the process exits 0 within
 shipper.shutdown_timeout, and every event whose reply the clients saw persisted is in the file
 output. With an output that takes nothing, the drain gives up at the timeout and says how many
-events are left, and a second signal exits at once."""
+events are left, and a second signal exits at once. SIGTERM while a request is scanned for
+seconds and other calls are parked exits 0."""
 import collections
 import json
 import os
+import re
 import signal
 import tempfile
 import threading
 import time
 import unittest
+import urllib.request
 
 import grpc
 
 from harness import (HEALTH_WATCH, NOT_SERVING, PUBLISH, SERVING, Shipper, messages,
-                     raw_unary)
+                     raw_unary, small_request)
+from wire_compat_test import length_delimited  # noqa: E402  (on the path harness set)
 
 CLIENTS = 4
 BATCH = 200
 SHUTDOWN_TIMEOUT_S = 20
+
+
+def budget_in_use(shipper):
+    """shipper_memory_budget_in_use_bytes{part="requests"} now: the bytes of requests copied."""
+    url = re.search(r"metrics on (http://\S+/metrics)", shipper.text()).group(1)
+    page = urllib.request.urlopen(url, timeout=10).read().decode()
+    m = re.search(r'^shipper_memory_budget_in_use_bytes\{part="requests"\} (\S+)$', page, re.M)
+    return float(m.group(1)) if m else 0
+
+
+def slow_to_scan_request(size):
+    """A PublishRequest of one event of at most `size` bytes whose fields hold the key "a" over and
+    over: valid, but not canonical, so the scan decodes and encodes it anew, seconds of one
+    serving thread for 64 MiB."""
+    entry = bytes.fromhex("0a070a016112020800")  # fields {key: "a", value: {null_value: 0}}
+    event = length_delimited(0x2a, entry * (size // len(entry)))  # Event.fields
+    return length_delimited(0x12, event)  # PublishRequest.events
 
 
 class Client(threading.Thread):
@@ -180,6 +201,75 @@ class DrainTest(unittest.TestCase):
         self.assertEqual(refused.exception.details(),
                          "shipper is shutting down; resend to its successor")
         self.assertEqual(shipper.proc.wait(timeout=30), 0, shipper.text())
+
+    def test_sigterm_during_a_long_scan_and_parked_calls_exits_0(self):
+        """SIGTERM while a 64 MiB PublishEvents is scanned, which lasts past the drain and the
+        server's second of grace, and while other calls are parked for room in a full queue: the
+        scan's call is answered before the completion queue shuts down, the parked ones at
+        their next try, and the process exits 0 rather than finishing a call on a shut-down
+        completion queue (which gRPC asserts on)."""
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        shipper = Shipper(tmp, "-E", "shipper.output.shipper.enabled=true",
+                          "-E", "shipper.output.shipper.server=127.0.0.1:1",
+                          "-E", "shipper.queue.mem.events=100",
+                          "-E", "shipper.queue.mem.bytes=1GiB",
+                          "-E", "shipper.server.max_receive_memory=512MiB",
+                          "-E", "shipper.shutdown_timeout=0s")
+        channel = grpc.insecure_channel(shipper.address,
+                                        options=[("grpc.max_send_message_length", -1)])
+        publish = raw_unary(channel, PUBLISH)
+        msg = messages()
+        full = msg.PublishRequest(uuid=shipper.uuid)
+        for i in range(100):
+            full.events.add().fields.data["seq"].int64_value = i
+        self.assertEqual(msg.PublishReply.FromString(
+            publish(full.SerializeToString(), timeout=10)).accepted_count, 100)
+        answers = collections.Counter()
+        stopping = threading.Event()
+
+        def parked():
+            # Finds the queue full: parked, retried every few ms, answered after 500 ms.
+            while not stopping.is_set():
+                try:
+                    publish(small_request(shipper.uuid), timeout=30)
+                    answers["parked OK"] += 1
+                except grpc.RpcError as e:
+                    answers[f"parked {e.code().name}"] += 1
+
+        slow = slow_to_scan_request((64 << 20) - 16)  # with its framing, within 64 MiB
+
+        def scanned():
+            try:
+                publish(slow, timeout=300)
+                answers["scanned OK"] += 1
+            except grpc.RpcError as e:
+                answers[f"scanned {e.code().name}"] += 1
+
+        threads = [threading.Thread(target=parked) for _ in range(4)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 60
+        while answers["parked OK"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertGreater(answers["parked OK"], 0, "calls were parked and answered")
+        threads.append(threading.Thread(target=scanned))
+        threads[-1].start()
+        # The request is charged just before it is copied, then scanned for seconds.
+        deadline = time.monotonic() + 120
+        while budget_in_use(shipper) < len(slow) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertGreaterEqual(budget_in_use(shipper), len(slow), shipper.text()[-3000:])
+        shipper.proc.send_signal(signal.SIGTERM)
+        code = shipper.proc.wait(timeout=300)
+        stopping.set()
+        for t in threads:
+            t.join(timeout=60)
+        channel.close()
+        self.assertEqual(code, 0, shipper.text()[-3000:])
+        scanned_answers = {k for k in answers if k.startswith("scanned")}
+        self.assertEqual(len(scanned_answers), 1, answers)
+        self.assertLessEqual(scanned_answers, {"scanned UNAVAILABLE", "scanned CANCELLED"}, answers)
+        print(f"long scan and parked calls: exit {code}, answers {dict(answers)}")
 
     def test_second_signal_exits_at_once(self):
         shipper = self.start_with_dead_output("60s")

@@ -2,9 +2,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -55,22 +59,83 @@ std::vector<std::string> FileOutputArgs(const std::string& dir) {
 
 class FileSink final : public Sink {
  public:
-  explicit FileSink(std::string dir) : dir_(std::move(dir)) {}
+  // Every Shipper this process starts from now on preloads failing_sync.so (the faults
+  // fdatasync-eio and write-errors); only the file cases make a FileSink.
+  explicit FileSink(std::string dir) : dir_(std::move(dir)) {
+    char* preload = ::realpath("tests/invariant/failing_sync.so", nullptr);
+    if (preload != nullptr) {
+      ::setenv("LD_PRELOAD", preload, 1);
+      std::free(preload);
+      preloaded_ = true;
+    }
+    ::setenv("SHIPPER_TEST_FAIL_SYNC", trigger("fail-sync").c_str(), 1);
+    ::setenv("SHIPPER_TEST_FAIL_WRITE", trigger("fail-write").c_str(), 1);
+    // A sanitized Shipper: its runtime need not come first, the preloaded library does.
+    if (const char* asan = std::getenv("ASAN_OPTIONS"); asan != nullptr) {
+      ::setenv("ASAN_OPTIONS", absl::StrCat(asan, ":verify_asan_link_order=0").c_str(), 1);
+    }
+  }
 
   std::vector<std::string> ShipperArgs() const override { return FileOutputArgs(dir_); }
   absl::StatusOr<std::vector<int64_t>> Read() override {
     return ReadLines({dir_ + "/shipper.ndjson"});
   }
-  // A file has no faults of its own here (the test runs as root: permissions stop nothing);
-  // Shipper's SIGKILLs are the file output's faults.
-  std::vector<std::string> Faults() const override { return {}; }
-  absl::Status Inject(absl::string_view name, std::mt19937_64&,
-                      const std::function<void()>&) override {
-    return absl::InvalidArgumentError(absl::StrCat("the file has no fault ", name));
+  void ShipperStarted(pid_t pid) override { shipper_ = pid; }
+  // "file-size-limit": Shipper's RLIMIT_FSIZE set a little past the file's size, so that writes
+  // fail part way (EFBIG, as ENOSPC would: the same path) and then at once, until it is lifted.
+  // With the disk queue its segments meet the limit too. (The test runs as root: permissions
+  // stop nothing.)
+  // "fdatasync-eio": for 0.2-1.5 s fdatasync fails with EIO on the file and the disk queue's
+  // segments (failing_sync.cc), as on a device that cannot write back.
+  // "write-errors": for 0.2-1.5 s writes to the file fail now and then: part way, EIO, ENOSPC
+  // (failing_sync.cc says in which bursts); the disk queue's segments are written as ever.
+  std::vector<std::string> Faults() const override {
+    return {"file-size-limit", "fdatasync-eio", "write-errors"};
+  }
+  absl::Status Inject(absl::string_view name, std::mt19937_64& rng,
+                      const std::function<void()>& during) override {
+    if (name == "fdatasync-eio" || name == "write-errors") {
+      if (!preloaded_) return absl::FailedPreconditionError("no tests/invariant/failing_sync.so");
+      const std::string file = trigger(name == "write-errors" ? "fail-write" : "fail-sync");
+      std::ofstream(file).put('\n');
+      FaultFor(rng, 200, 1500);
+      during();
+      if (::unlink(file.c_str()) != 0) {
+        return absl::InternalError(absl::StrCat("unlink ", file, ": ", std::strerror(errno)));
+      }
+      return absl::OkStatus();
+    }
+    if (name != "file-size-limit") {
+      return absl::InvalidArgumentError(absl::StrCat("the file has no fault ", name));
+    }
+    struct stat st;
+    const std::string file = dir_ + "/shipper.ndjson";
+    const rlim_t size = ::stat(file.c_str(), &st) == 0 ? static_cast<rlim_t>(st.st_size) : 0;
+    if (absl::Status set = SetFileSizeLimit(size + absl::Uniform<rlim_t>(rng, 0, 64 << 10));
+        !set.ok()) {
+      return set;
+    }
+    FaultFor(rng, 200, 2000);
+    during();
+    return SetFileSizeLimit(RLIM_INFINITY);
   }
 
  private:
+  // The file whose existence turns a fault of failing_sync.so on.
+  std::string trigger(absl::string_view name) const { return absl::StrCat(dir_, "/", name); }
+
+  absl::Status SetFileSizeLimit(rlim_t bytes) {
+    const struct rlimit limit = {bytes, RLIM_INFINITY};
+    if (::prlimit(shipper_, RLIMIT_FSIZE, &limit, nullptr) != 0) {
+      return absl::InternalError(
+          absl::StrCat("prlimit RLIMIT_FSIZE of ", shipper_, ": ", std::strerror(errno)));
+    }
+    return absl::OkStatus();
+  }
+
   const std::string dir_;
+  bool preloaded_ = false;
+  pid_t shipper_ = 0;
 };
 
 class RedisSink final : public Sink {
@@ -512,11 +577,26 @@ class ForwardSink final : public Sink {
     return std::unique_ptr<Sink>(std::move(sink));
   }
 
+  // Batches of 1024 events stay below the aggregator's max_message_size; the disk queue's
+  // buffer_size (with the memory queue, unused) is below a refused event, which the disk queue
+  // then takes alone into an empty queue.
   std::vector<std::string> ShipperArgs() const override {
     return {"-E", "shipper.output.shipper.enabled=true",
             "-E", absl::StrCat("shipper.output.shipper.server=", address_),
-            "-E", "shipper.output.shipper.timeout=1s"};
+            "-E", "shipper.output.shipper.timeout=1s",
+            "-E", "shipper.output.batch_max_events=1024",
+            "-E", "shipper.queue.disk.buffer_size=1MiB"};
   }
+  // One event in 8000 is larger than the aggregator takes (its max_message_size, 1 MiB).
+  pb::Event MakeEvent(uint64_t seq) const override {
+    pb::Event event = TestEvent(seq);
+    if (Refused(seq)) {
+      (*event.mutable_fields()->mutable_data())["big"].set_string_value(std::string(3 << 19, 'x'));
+    }
+    return event;
+  }
+  bool Refused(uint64_t seq) const override { return seq % 8000 == 3999; }
+  std::string RefusalKey() const override { return "max_message_size"; }
   absl::StatusOr<std::vector<int64_t>> Read() override {
     return ReadLines({dir_ + "/shipper.ndjson"});
   }
@@ -548,7 +628,8 @@ class ForwardSink final : public Sink {
     std::vector<std::string> args = FileOutputArgs(dir_);
     // A small queue: the sidecar meets partial acceptance under load.
     args.insert(args.end(), {"-E", absl::StrCat("shipper.server.server=", address_), "-E",
-                             "shipper.queue.mem.events=4096", "-E", "http.port=0"});
+                             "shipper.queue.mem.events=4096", "-E",
+                             "shipper.server.max_message_size=1MiB", "-E", "http.port=0"});
     aggregator_.reset();
     auto started = ShipperProcess::Start(args);
     if (!started.ok()) return started.status();

@@ -49,8 +49,15 @@ absl::StatusOr<std::vector<KafkaMessage>> ConsumeTopic(const std::string& bootst
   int remaining = 0;  // partitions not read to their high watermark yet
   for (int p = 0; p < partitions; ++p) {
     int64_t low = 0;
-    const rd_kafka_resp_err_t err =
-        rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &low, &high[p], timeout_ms);
+    // Right after a broker was restarted or frozen, a new client may not know the partition or
+    // its leader yet ("Unknown partition"): ask again until the timeout.
+    const absl::Time until = absl::Now() + timeout;
+    rd_kafka_resp_err_t err;
+    while ((err = rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &low, &high[p],
+                                                   timeout_ms)) != RD_KAFKA_RESP_ERR_NO_ERROR &&
+           absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(100));
+    }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       rd_kafka_topic_partition_list_destroy(assignment);
       return absl::UnavailableError(

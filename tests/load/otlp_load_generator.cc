@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -26,8 +27,6 @@
 namespace shipper::load {
 namespace {
 
-constexpr char kExportMethod[] = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
-
 enum class Result { kOk, kRetry, kError };
 
 // Sends one pre-serialized export and waits for its reply. One per in-flight slot.
@@ -39,9 +38,9 @@ class Sender {
 
 class GrpcSender final : public Sender {
  public:
-  GrpcSender(std::shared_ptr<grpc::Channel> channel, const std::vector<grpc::ByteBuffer>* pool,
-             absl::Duration timeout)
-      : stub_(std::move(channel)), pool_(pool), timeout_(timeout) {}
+  GrpcSender(std::shared_ptr<grpc::Channel> channel, OtlpSignal signal,
+             const std::vector<grpc::ByteBuffer>* pool, absl::Duration timeout)
+      : stub_(std::move(channel)), method_(ExportMethod(signal)), pool_(pool), timeout_(timeout) {}
 
   Result Send(int request, std::string* error) override {
     grpc::ClientContext context;
@@ -49,7 +48,7 @@ class GrpcSender final : public Sender {
     grpc::ByteBuffer reply;
     grpc::Status status;
     absl::Notification done;
-    stub_.UnaryCall(&context, kExportMethod, grpc::StubOptions(), &(*pool_)[request], &reply,
+    stub_.UnaryCall(&context, method_, grpc::StubOptions(), &(*pool_)[request], &reply,
                     [&](grpc::Status s) {
                       status = std::move(s);
                       done.Notify();
@@ -63,15 +62,16 @@ class GrpcSender final : public Sender {
 
  private:
   grpc::GenericStub stub_;
+  const std::string method_;
   const std::vector<grpc::ByteBuffer>* const pool_;
   const absl::Duration timeout_;
 };
 
 class HttpSender final : public Sender {
  public:
-  HttpSender(const std::string& host, int port, const std::vector<std::string>* pool,
-             absl::Duration timeout)
-      : client_(host, port), pool_(pool) {
+  HttpSender(const std::string& host, int port, OtlpSignal signal,
+             const std::vector<std::string>* pool, absl::Duration timeout)
+      : client_(host, port), path_(absl::StrCat("/v1/", SignalName(signal))), pool_(pool) {
     client_.set_keep_alive(true);
     client_.set_tcp_nodelay(true);
     client_.set_read_timeout(absl::ToInt64Seconds(timeout));
@@ -79,7 +79,7 @@ class HttpSender final : public Sender {
   }
 
   Result Send(int request, std::string* error) override {
-    auto response = client_.Post("/v1/logs", (*pool_)[request], "application/x-protobuf");
+    auto response = client_.Post(path_, (*pool_)[request], "application/x-protobuf");
     if (!response) {
       *error = "HTTP: " + httplib::to_string(response.error());
       return Result::kError;
@@ -92,6 +92,7 @@ class HttpSender final : public Sender {
 
  private:
   httplib::Client client_;
+  const std::string path_;  // /v1/logs, /v1/traces or /v1/metrics
   const std::vector<std::string>* const pool_;
 };
 
@@ -140,10 +141,11 @@ absl::StatusOr<OtlpLoadResult> RunOtlpLoad(const OtlpLoadOptions& o) {
   auto channel = grpc::CreateCustomChannel(o.target, grpc::InsecureChannelCredentials(), args);
   for (int i = 0; i < o.inflight; ++i) {
     if (o.transport == OtlpTransport::kGrpc) {
-      senders.push_back(std::make_unique<GrpcSender>(channel, &buffers, o.call_timeout));
-    } else {
       senders.push_back(
-          std::make_unique<HttpSender>(o.target.substr(0, colon), port, &pool, o.call_timeout));
+          std::make_unique<GrpcSender>(channel, ShapeSignal(o.shape), &buffers, o.call_timeout));
+    } else {
+      senders.push_back(std::make_unique<HttpSender>(o.target.substr(0, colon), port,
+                                                     ShapeSignal(o.shape), &pool, o.call_timeout));
     }
   }
 
@@ -209,7 +211,7 @@ std::string OtlpLoadResultJson(const OtlpLoadOptions& o, const OtlpLoadResult& r
       "\"events\": %d, \"seconds\": %.3f, \"events_per_sec\": %.0f, \"exports\": %d, "
       "\"retries\": %d, \"errors\": %d, \"first_error\": \"%s\", \"request_bytes\": %.0f, "
       "\"p50_ms\": %.2f, \"p99_ms\": %.2f, \"client_cpu_sec\": %.2f}",
-      o.transport == OtlpTransport::kGrpc ? "grpc" : "http", EventShapeName(o.shape), o.batch,
+      o.transport == OtlpTransport::kGrpc ? "grpc" : "http", OtlpShapeName(o.shape), o.batch,
       o.inflight, r.events, absl::ToDoubleSeconds(r.elapsed), r.events_per_sec, r.exports,
       r.retries, r.errors, JsonSafe(r.first_error.substr(0, 200)), r.request_bytes, r.p50_ms,
       r.p99_ms, r.client_cpu_sec);

@@ -1,12 +1,13 @@
-// The load generator behind otlp_load: exports OTLP logs to an OTLP server (Shipper's OTLP
-// input, otlp_null_server) as a Collector's otlp/otlphttp exporter does.
+// The load generator behind otlp_load: exports OTLP logs, spans or data points (otlp_shapes.h) to
+// an OTLP server (Shipper's OTLP input, otlp_null_server) as a Collector's otlp/otlphttp exporter
+// does, to the shape's signal's service (LogsService, TraceService, MetricsService) or path.
 //
 // `inflight` exports are in flight at once (the Collector's sending_queue.num_consumers, 10 by
 // default): over gRPC on one channel, as the Collector multiplexes them on one connection; over
-// HTTP (protobuf, POST /v1/logs) on one kept-alive connection each. Requests are serialized once,
-// up front (a pool of `pool_requests` distinct ones, otlp_shapes.h), so that the client spends
-// its CPU on the transport alone. An export answered UNAVAILABLE (HTTP 503) is sent again after
-// `retry_after`, as a sender honouring Retry-After would, sooner.
+// HTTP (protobuf, POST /v1/logs, /v1/traces or /v1/metrics) on one kept-alive connection each.
+// Requests are serialized once, up front (a pool of `pool_requests` distinct ones, otlp_shapes.h),
+// so that the client spends its CPU on the transport alone. An export answered UNAVAILABLE (HTTP
+// 503) is sent again after `retry_after`, as a sender honouring Retry-After would, sooner.
 //
 // Thread safety: RunOtlpLoad may be called from any thread; it blocks until the run is over.
 #ifndef SHIPPER_TESTS_LOAD_OTLP_LOAD_GENERATOR_H_
@@ -17,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "tests/load/event_shapes.h"
+#include "tests/load/otlp_shapes.h"
 
 namespace shipper::load {
 
@@ -26,8 +27,8 @@ enum class OtlpTransport { kGrpc, kHttp };
 struct OtlpLoadOptions {
   std::string target;  // HOST:PORT
   OtlpTransport transport = OtlpTransport::kGrpc;
-  EventShape shape = EventShape::kFilebeat;
-  int batch = 500;    // records per export
+  OtlpShape shape = EventShape::kFilebeat;
+  int batch = 500;    // records (log records, spans or data points) per export
   int inflight = 10;  // exports in flight
   // Stop after `events` records answered OK (rounded up to whole exports), or once `duration`
   // has passed (exports in flight then end by their reply or their timeout); at least one set.

@@ -1,9 +1,10 @@
-// otlp_null_server: OTLP/gRPC logs with no queue and no output, the limit the OTLP benchmarks
+// otlp_null_server: OTLP/gRPC with no queue and no output, the limit the OTLP benchmarks
 // divide Shipper's figure by (./dev bench otlp), as null_server is the Producer API's.
 //
-// Export is served as Shipper's OTLP/gRPC transport serves it (the async generic API on one
-// completion queue, --threads threads, the same channel arguments), and each request is decoded
-// as Shipper decodes it (flattened, then LogsConversion::Scan over its wire bytes: every record
+// The three Export methods (logs, traces, metrics) are served as Shipper's OTLP/gRPC transport
+// serves them (the async generic API on one completion queue, --threads threads, the same
+// channel arguments), and each request is decoded as its method's signal
+// as Shipper decodes it (flattened, then OtlpConversion::Scan over its wire bytes: every record
 // checked and measured), then answered OK at once. --decode=protobuf parses it into protobuf
 // messages instead (what a server built on the generated classes pays).
 //
@@ -27,17 +28,20 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/otlp/logs_service.pb.h"
+#include "proto/otlp/metrics_service.pb.h"
+#include "proto/otlp/trace_service.pb.h"
 #include "shipper/input/otlp/otlp_conversion.h"
+#include "shipper/input/otlp/otlp_signals.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "HOST:PORT to serve on; port 0 picks a free one");
 ABSL_FLAG(int, threads, 0, "completion-queue threads (0: one per core)");
 ABSL_FLAG(std::string, decode, "scan",
-          "scan: as Shipper decodes (LogsConversion::Scan on the wire bytes); protobuf: parse "
+          "scan: as Shipper decodes (OtlpConversion::Scan on the wire bytes); protobuf: parse "
           "into protobuf messages");
 
 namespace {
 
-namespace collector = opentelemetry::proto::collector::logs::v1;
+namespace collector = opentelemetry::proto::collector;
 
 std::atomic<uint64_t> records{0}, exports{0}, refused{0};
 bool parse_protobuf = false;
@@ -64,7 +68,7 @@ class Call {
           stream_.Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no message"), this);
           return;
         }
-        if (!Decode()) {
+        if (!Decode(shipper::SignalOfMethod(context_.method()))) {
           refused.fetch_add(1, std::memory_order_relaxed);
           stream_.Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "undecodable"), this);
           return;
@@ -81,23 +85,60 @@ class Call {
  private:
   enum class State { kArriving, kReading, kFinishing };
 
-  bool Decode() {
+  // Records the request holds, in a protobuf message of its signal's.
+  static uint64_t Parsed(const collector::logs::v1::ExportLogsServiceRequest& request) {
+    uint64_t n = 0;
+    for (const auto& resource : request.resource_logs()) {
+      for (const auto& scope : resource.scope_logs()) n += scope.log_records_size();
+    }
+    return n;
+  }
+  static uint64_t Parsed(const collector::trace::v1::ExportTraceServiceRequest& request) {
+    uint64_t n = 0;
+    for (const auto& resource : request.resource_spans()) {
+      for (const auto& scope : resource.scope_spans()) n += scope.spans_size();
+    }
+    return n;
+  }
+  static uint64_t Parsed(const collector::metrics::v1::ExportMetricsServiceRequest& request) {
+    uint64_t n = 0;
+    for (const auto& resource : request.resource_metrics()) {
+      for (const auto& scope : resource.scope_metrics()) {
+        for (const auto& m : scope.metrics()) {
+          n += m.gauge().data_points_size() + m.sum().data_points_size() +
+               m.histogram().data_points_size() + m.exponential_histogram().data_points_size() +
+               m.summary().data_points_size();
+        }
+      }
+    }
+    return n;
+  }
+  template <typename Request>
+  static bool Parse(absl::string_view bytes) {
+    Request parsed;
+    if (!parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return false;
+    records.fetch_add(Parsed(parsed), std::memory_order_relaxed);
+    return true;
+  }
+
+  bool Decode(std::optional<shipper::OtlpSignal> signal) {
+    if (!signal) return false;  // not an Export method
     grpc::Slice flat;
     if (!request_.TrySingleSlice(&flat).ok() && !request_.DumpToSingleSlice(&flat).ok()) {
       return false;
     }
     const absl::string_view bytes(reinterpret_cast<const char*>(flat.begin()), flat.size());
     if (parse_protobuf) {
-      collector::ExportLogsServiceRequest parsed;
-      if (!parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return false;
-      uint64_t n = 0;
-      for (const auto& resource : parsed.resource_logs()) {
-        for (const auto& scope : resource.scope_logs()) n += scope.log_records_size();
+      switch (*signal) {
+        case shipper::OtlpSignal::kLogs:
+          return Parse<collector::logs::v1::ExportLogsServiceRequest>(bytes);
+        case shipper::OtlpSignal::kTraces:
+          return Parse<collector::trace::v1::ExportTraceServiceRequest>(bytes);
+        case shipper::OtlpSignal::kMetrics:
+          return Parse<collector::metrics::v1::ExportMetricsServiceRequest>(bytes);
       }
-      records.fetch_add(n, std::memory_order_relaxed);
-      return true;
     }
-    shipper::LogsConversion conversion;
+    shipper::OtlpConversion conversion(*signal);
     if (!conversion.Scan(bytes, absl::Now(), /*max_record_bytes=*/64 << 20, /*max_records=*/65536)
              .ok()) {
       return false;
@@ -117,7 +158,8 @@ class Call {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("An OTLP/gRPC logs server that decodes every export and drops it.");
+  absl::SetProgramUsageMessage(
+      "An OTLP/gRPC server that decodes every export (logs, traces, metrics) and drops it.");
   absl::ParseCommandLine(argc, argv);
   const std::string decode = absl::GetFlag(FLAGS_decode);
   if (decode != "scan" && decode != "protobuf") {

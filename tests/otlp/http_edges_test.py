@@ -60,13 +60,20 @@ class HttpEdgesTest(unittest.TestCase):
         self.assertEqual(status.code, code, status)
         self.assertIn(words, status.message)
 
-    def test_other_paths_are_404_and_say_logs_only(self):
-        for path in ("/v1/traces", "/v1/metrics"):
+    def test_other_paths_are_404_and_name_the_three(self):
+        for path in ("/v1/profiles", "/v1/logs/", "/v2/logs"):
             status, _, body = post(self.shipper.http(), request_of(1), path=path)
-            self.assertEqual(status, 404)
-            self.assertIn(b"Shipper takes logs only", body)
+            self.assertEqual(status, 404, path)
+            self.assertIn(b"/v1/logs, /v1/traces or /v1/metrics", body)
         status, _, _ = post(self.shipper.http(), b"", path="/", method="GET")
         self.assertEqual(status, 404)
+
+    def test_traces_and_metrics_paths_take_their_requests(self):
+        for path in ("/v1/traces", "/v1/metrics"):
+            status, _, body = post(self.shipper.http(), b"", path=path)
+            self.assertEqual(status, 200, body)
+            status, _, body = post(self.shipper.http(), b"\xff\xff", path=path)
+            self.assertEqual(status, 400, body)
 
     def test_other_methods_are_405(self):
         for method in ("GET", "PUT", "DELETE"):

@@ -16,6 +16,7 @@ sys.path.insert(0, "tests/python")
 from wire_compat_test import Shipper  # noqa: E402  (the same process wrapper)
 
 EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 GRPC_LISTENING = re.compile(r"OTLP/gRPC (?:listening|serving) on (\S+)")
 HTTP_LISTENING = re.compile(r"OTLP/HTTP serving on (\S+)")
 
@@ -35,6 +36,16 @@ def otlp():
     from proto.otlp import logs_service_pb2  # noqa: generated above
     from proto.rpc import status_pb2  # noqa
     return logs_service_pb2, status_pb2
+
+
+def node_env():
+    """The environment a test runs the OpenTelemetry JS SDK's scripts in: NODE_PATH at the
+    node_modules ./dev test installs (SHIPPER_NODE_MODULES)."""
+    node_modules = os.environ.get("SHIPPER_NODE_MODULES", "")
+    if not os.path.isdir(node_modules):
+        raise AssertionError(f"SHIPPER_NODE_MODULES={node_modules!r} is not a directory: run the "
+                             "tests with ./dev test, which installs the OpenTelemetry JS SDK there")
+    return dict(os.environ, NODE_PATH=node_modules)
 
 
 class OtlpShipper(Shipper):
@@ -67,10 +78,11 @@ class OtlpShipper(Shipper):
         host, port = self.http_address.rsplit(":", 1)
         return http.client.HTTPConnection(host, int(port), timeout=30)
 
-    def export_grpc(self, request_bytes, timeout=30):
-        """Calls Export with raw bytes; returns the reply's bytes, or raises grpc.RpcError."""
+    def export_grpc(self, request_bytes, timeout=30, method=EXPORT):
+        """Calls Export (LogsService's, or `method`) with raw bytes; returns the reply's bytes,
+        or raises grpc.RpcError."""
         with grpc.insecure_channel(self.grpc_address) as channel:
-            call = channel.unary_unary(EXPORT, request_serializer=None,
+            call = channel.unary_unary(method, request_serializer=None,
                                        response_deserializer=None)
             return call(request_bytes, timeout=timeout)
 
@@ -81,6 +93,16 @@ class OtlpShipper(Shipper):
             with open(path) as f:
                 docs.extend(json.loads(line) for line in f if line.endswith("\n"))
         return docs
+
+
+def relay_shipper(endpoint, *args, protocol="grpc"):
+    """A relaying Shipper: what its OTLP input takes, its OTLP output sends on to `endpoint`
+    (over `protocol`); its file output off, in a temporary directory of its own."""
+    d = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    return OtlpShipper(d, os.path.join(d, "unused"), "-E", "shipper.output.file.enabled=false",
+                       "-E", "shipper.output.otlp.enabled=true",
+                       "-E", f"shipper.output.otlp.protocol={protocol}",
+                       "-E", f"shipper.output.otlp.endpoint={endpoint}", *args)
 
 
 def post(connection, body, content_type="application/x-protobuf", headers=None, path="/v1/logs",

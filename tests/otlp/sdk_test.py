@@ -18,7 +18,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, "tests/otlp")
-from otlp_harness import OtlpShipper, otlp, post  # noqa: E402
+from otlp_harness import OtlpShipper, node_env, otlp, post  # noqa: E402
 
 RECORDS = 100_000
 SCRIPT = "tests/otlp/js/export_logs.js"
@@ -51,10 +51,7 @@ def expected(run, i):
 
 class SdkTest(unittest.TestCase):
     def test_every_record_of_every_exporter_arrives_mapped(self):
-        node_modules = os.environ.get("SHIPPER_NODE_MODULES", "")
-        self.assertTrue(os.path.isdir(node_modules),
-                        f"SHIPPER_NODE_MODULES={node_modules!r} is not a directory: run the tests "
-                        "with ./dev test, which installs the OpenTelemetry JS SDK there")
+        env = node_env()
         tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         shipper = OtlpShipper(tmp, os.path.join(tmp, "out"))
         runs = {"grpc": f"http://{shipper.grpc_address}",
@@ -65,7 +62,7 @@ class SdkTest(unittest.TestCase):
                 p = subprocess.run(
                     ["/usr/bin/node", SCRIPT, f"--exporter={exporter}", f"--endpoint={endpoint}",
                      f"--records={RECORDS}", f"--run={exporter}"],
-                    env=dict(os.environ, NODE_PATH=node_modules), capture_output=True, text=True,
+                    env=env, capture_output=True, text=True,
                     timeout=300)
                 self.assertEqual(p.returncode, 0, f"{exporter}: {p.stdout} {p.stderr}\n"
                                  + shipper.text()[-3000:])

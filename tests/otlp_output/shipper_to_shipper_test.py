@@ -14,7 +14,7 @@ sys.path.insert(0, "tests/otlp_output")
 from es_testing import Publisher, tmpdir  # noqa: E402
 from fake_otlp_receiver import FakeOtlpReceiver  # noqa: E402
 from harness import Shipper  # noqa: E402
-from otlp_harness import OtlpShipper, otlp, wait_for  # noqa: E402
+from otlp_harness import OtlpShipper, otlp, relay_shipper, wait_for  # noqa: E402
 
 
 def forwarding(protocol):
@@ -50,10 +50,7 @@ def forwarding(protocol):
 def round_trip():
     logs, _ = otlp()
     fake = FakeOtlpReceiver("grpc")
-    relay = OtlpShipper(tmpdir(), os.path.join(tmpdir(), "unused"),
-                        "-E", "shipper.output.file.enabled=false",
-                        "-E", "shipper.output.otlp.enabled=true",
-                        "-E", f"shipper.output.otlp.endpoint={fake.address}")
+    relay = relay_shipper(fake.address)
     request = logs.ExportLogsServiceRequest()
     for r in range(2):
         rl = request.resource_logs.add()

@@ -7,7 +7,8 @@ generated lines with its filelog receiver and sends them with the documented exp
 of docs/otlp.md's section "The Collector's `otlp_grpc` (or `otlp_http`) exporter", read from
 that file and given as the Collector's first config file; a second file adds only what a test
 must: the receiver, the ports, the queue's directory, no telemetry port. The exporter is chosen by the
-argument: grpc (otlp_grpc), http-proto or http-json (otlp_http, its encoding).
+argument: grpc (otlp_grpc), http-proto or http-json (otlp_http, its encoding), or http-zstd
+(otlp_http, protobuf compressed with zstd, which Shipper decodes itself).
 
 Shipper (ack: persisted, disk queue, file output) is SIGKILLed three times mid-stream and
 restarted on the same ports, queue and output. Every line must be in the output; duplicates
@@ -78,7 +79,9 @@ class CollectorTest(unittest.TestCase):
             "exporters": {
                 "otlp_grpc/shipper": {"endpoint": f"127.0.0.1:{grpc_port}"},
                 "otlp_http/shipper": {"endpoint": f"http://127.0.0.1:{http_port}",
-                                      "encoding": "json" if VARIANT == "http-json" else "proto"},
+                                      "encoding": "json" if VARIANT == "http-json" else "proto",
+                                      **({"compression": "zstd"} if VARIANT == "http-zstd"
+                                         else {})},
             },
             "service": {"telemetry": {"metrics": {"level": "none"}},
                         "pipelines": {"logs": {"receivers": ["file_log"],

@@ -8,9 +8,9 @@ through each exporter (the SDK's own serialization and retries) into one Shipper
 output and ack: persisted. Its records are the JS SDK test's, so the JS SDK test's expectation
 (tests/otlp/sdk_test.py) says what each must become: every record in the output once, mapped.
 
-Two more runs configure the exporter with nothing but docs/otlp.md's OTEL_EXPORTER_OTLP_LOGS_*
-variables, read from its "The SDKs" snippet: as written (gRPC), and with the snippet's HTTP
-endpoint line and http/protobuf. Only the address is the test's own.
+Two more runs configure the exporter with nothing but docs/otlp.md's OTEL_EXPORTER_OTLP_*
+variables, read from its "The SDKs" snippets: the three signals' as written (gRPC), and the logs
+signal's with its HTTP endpoint line and http/protobuf. Only the address is the test's own.
 """
 import os
 import re
@@ -30,11 +30,14 @@ SCRIPT = "tests/peers/python/export_logs.py"
 
 
 def documented_environment(shipper, protocol):
-    """docs/otlp.md's OTEL_* exports, with Shipper's addresses; for http/protobuf the snippet's
-    commented HTTP endpoint replaces its gRPC one."""
+    """docs/otlp.md's OTEL_* exports, with Shipper's addresses: over gRPC the snippet for the three
+    signals as written; over http/protobuf the logs snippet, whose commented HTTP endpoint
+    replaces its gRPC one."""
     with open("docs/otlp.md") as f:
         section = f.read().split("## The SDKs", 1)[1]
-    snippet = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    snippets = re.findall(r"```sh\n(.*?)```", section, re.S)
+    snippet = snippets[0] if protocol == "grpc" else next(
+        s for s in snippets if "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT" in s)
     env = {}
     for commented, key, value in re.findall(r"^(# )?export (OTEL_\w+)=(\S+)", snippet, re.M):
         http_endpoint = commented and key == "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"

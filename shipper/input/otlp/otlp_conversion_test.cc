@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -13,6 +14,7 @@
 #include "proto/otlp/logs_service.pb.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
+#include "runtime/memory_budget.h"
 #include "shipper/event/event_json.h"
 #include "shipper/input/producer/request_validation.h"
 
@@ -39,7 +41,7 @@ struct Converted {
 Converted Convert(const collector::ExportLogsServiceRequest& request,
                   size_t max_record_bytes = 1 << 20, size_t max_records = 1000) {
   const std::string bytes = request.SerializeAsString();
-  LogsConversion conversion;
+  OtlpConversion conversion(OtlpSignal::kLogs);
   Converted out;
   out.status = conversion.Scan(bytes, kArrival, max_record_bytes, max_records);
   if (!out.status.ok()) return out;
@@ -177,6 +179,68 @@ TEST(OtlpConversionTest, EventsAreCanonicalAsTheProducerApiQueuesThem) {
   ASSERT_EQ(scanned.events.size(), 1);
   // The duplicate key went before protobuf could keep the last of two.
   EXPECT_EQ(In(FieldOf(publish.events(0), "attributes"), "k").string_value(), "v");
+}
+
+// What a receiver sees beyond the document: in the metadata, which the Elasticsearch document
+// leaves out; the resource's and scope's schema URLs and dropped counts in the document, where the
+// Collector's Elasticsearch exporter writes them.
+TEST(OtlpConversionTest, FlagsAMissingTimeAndBytesInTheMetadata) {
+  collector::ExportLogsServiceRequest request;
+  auto* rl = request.add_resource_logs();
+  rl->set_schema_url("https://r");
+  rl->mutable_resource()->set_dropped_attributes_count(2);
+  auto* sl = rl->add_scope_logs();
+  sl->set_schema_url("https://s");
+  sl->mutable_scope()->set_dropped_attributes_count(3);
+  Attribute(sl->mutable_scope()->mutable_attributes(), "sb")->mutable_value()->set_bytes_value("x");
+  logs::LogRecord* record = sl->add_log_records();
+  record->set_flags(0x101);
+  record->set_observed_time_unix_nano(1700000000000000007);
+  record->mutable_body()->set_bytes_value(std::string("\x01\x02", 2));
+  auto* list = Attribute(record->mutable_attributes(), "list")->mutable_value();
+  list->mutable_array_value()->add_values()->set_string_value("s");
+  list->mutable_array_value()->add_values()->set_bytes_value("b");
+  Converted c = Convert(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  const auto& metadata = c.events[0].metadata().data();
+  EXPECT_EQ(metadata.at("otlp.flags").int64_value(), 0x101);
+  EXPECT_TRUE(metadata.at("otlp.time_unix_nano_unset").bool_value());
+  std::vector<std::string> paths;
+  for (const pb::Value& path : metadata.at("otlp.bytes").list_value().values()) {
+    std::string p;
+    for (const pb::Value& step : path.list_value().values()) {
+      absl::StrAppend(
+          &p, "/",
+          step.has_string_value() ? step.string_value() : absl::StrCat(step.int64_value()));
+    }
+    paths.push_back(p);
+  }
+  EXPECT_EQ(paths, (std::vector<std::string>{"/body/structured", "/attributes/list/1",
+                                             "/scope/attributes/sb"}));
+  EXPECT_EQ(c.events[0].timestamp().nanos(), 7);
+  const std::string json = Json(c.wire[0]);
+  EXPECT_THAT(json,
+              HasSubstr(R"("resource":{"dropped_attributes_count":2,"schema_url":"https://r"})"));
+  EXPECT_THAT(json, HasSubstr(R"("scope":{"attributes":{"sb":"eA=="},)"
+                              R"("dropped_attributes_count":3,"schema_url":"https://s"})"));
+  EXPECT_THAT(json, ::testing::Not(HasSubstr("otlp.")));
+
+  // A record with its time and no flags or bytes has no metadata.
+  collector::ExportLogsServiceRequest plain;
+  OneRecord(&plain)->set_time_unix_nano(1);
+  Converted p = Convert(plain);
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_FALSE(p.events[0].has_metadata());
+}
+
+TEST(OtlpConversionTest, EveryEventIsMarkedALogRecord) {
+  collector::ExportLogsServiceRequest request;
+  OneRecord(&request);
+  OneRecord(&request)->mutable_body()->set_string_value("b");
+  Converted c = Convert(request);
+  ASSERT_TRUE(c.status.ok()) << c.status;
+  ASSERT_EQ(c.events.size(), 2u);
+  for (const pb::Event& event : c.events) EXPECT_EQ(event.otel_signal(), pb::OTEL_SIGNAL_LOG);
 }
 
 TEST(OtlpConversionTest, ADuplicateKeyKeepsItsFirstValue) {
@@ -351,7 +415,7 @@ TEST(OtlpConversionTest, ManyRecordsUnderManyAttributesCostTheirOwnBytes) {
         Length(2, (in_scope ? Length(1, holder) : std::string()) + records);
     const std::string request =
         Length(1, (in_scope ? std::string() : Length(1, holder)) + scope_logs);
-    LogsConversion conversion;
+    OtlpConversion conversion(OtlpSignal::kLogs);
     const absl::Status status = conversion.Scan(request, kArrival, 1 << 20, kRecords);
     ASSERT_TRUE(status.ok()) << status;
     ASSERT_EQ(conversion.records(), kRecords);
@@ -381,6 +445,61 @@ TEST(OtlpConversionTest, ARecordTooLargeIsRejectedAndTheRestTaken) {
   EXPECT_EQ(In(FieldOf(c.events[1], "body"), "text").string_value(), "small too");
 }
 
+// The bookkeeping (every nested message's size) is charged to the budget as it grows and given
+// back with the conversion; past max_held, or without room in the budget, nothing more of it is
+// kept and what the whole request needs is still known. Records whose messages span many blocks
+// of it (and one rejected after it grew) come out whole.
+TEST(OtlpConversionTest, TheBookkeepingIsChargedAsItGrowsAndBounded) {
+  collector::ExportLogsServiceRequest request;
+  auto* sl = request.add_resource_logs()->add_scope_logs();
+  // Each value an empty AnyValue, a message of its own: 4 bytes of bookkeeping per 2 bytes.
+  auto* rejected = sl->add_log_records()->mutable_body()->mutable_array_value();
+  for (int i = 0; i < 300000; ++i) rejected->add_values();
+  auto* taken = sl->add_log_records()->mutable_body()->mutable_array_value();
+  for (int i = 0; i < 200000; ++i) taken->add_values();
+  for (int i = 0; i < 3; ++i) sl->add_log_records()->mutable_body()->set_string_value("small");
+  const std::string bytes = request.SerializeAsString();
+  const size_t max_record_bytes = 1 << 20;  // the first record's event is larger
+
+  runtime::MemoryBudget unlimited(0);  // counts what is charged
+  size_t needs;
+  {
+    OtlpConversion conversion(OtlpSignal::kLogs, &unlimited);
+    ASSERT_TRUE(conversion.Scan(bytes, kArrival, max_record_bytes, 1000).ok());
+    EXPECT_EQ(conversion.rejected(), 1);
+    ASSERT_EQ(conversion.records(), 4);
+    ASSERT_TRUE(conversion.kept());
+    needs = conversion.bookkeeping_bytes();
+    EXPECT_GE(needs, 300000 * sizeof(uint32_t));
+    EXPECT_LE(needs, 2 * bytes.size()) << "about twice the request's size at most";
+    EXPECT_EQ(unlimited.in_use(), needs);
+    auto buffer = std::make_unique<char[]>(conversion.bytes());
+    std::vector<pb::Event> events;
+    conversion.Write(buffer.get(), [&](absl::string_view event) {
+      events.emplace_back();
+      EXPECT_TRUE(events.back().ParseFromString(std::string(event)));
+    });
+    ASSERT_EQ(events.size(), 4);
+    EXPECT_EQ(In(FieldOf(events[0], "body"), "structured").list_value().values_size(), 200000);
+    EXPECT_EQ(In(FieldOf(events[3], "body"), "text").string_value(), "small");
+  }
+  EXPECT_EQ(unlimited.in_use(), 0) << "given back with the conversion";
+
+  runtime::MemoryBudget small(64 << 10);
+  for (const bool by_max_held : {true, false}) {
+    SCOPED_TRACE(by_max_held ? "bounded by max_held" : "no room in the budget");
+    OtlpConversion conversion(OtlpSignal::kLogs, by_max_held ? &unlimited : &small);
+    ASSERT_TRUE(
+        conversion.Scan(bytes, kArrival, max_record_bytes, 1000, by_max_held ? 64 << 10 : SIZE_MAX)
+            .ok());
+    EXPECT_FALSE(conversion.kept());
+    EXPECT_EQ(conversion.bookkeeping_bytes(), needs);
+    EXPECT_EQ(conversion.records(), 4);
+    EXPECT_LE(unlimited.in_use() + small.in_use(), 64 << 10);
+  }
+  EXPECT_EQ(unlimited.in_use() + small.in_use(), 0);
+}
+
 TEST(OtlpConversionTest, RefusesWhatCannotBeCanonical) {
   collector::ExportLogsServiceRequest request;
   OneRecord(&request)->mutable_body()->set_string_value("ok");
@@ -388,17 +507,17 @@ TEST(OtlpConversionTest, RefusesWhatCannotBeCanonical) {
   // Invalid UTF-8 in a string value (protobuf's serializer only logs it).
   collector::ExportLogsServiceRequest bad;
   Attribute(OneRecord(&bad)->mutable_attributes(), "k")->mutable_value()->set_string_value("\xc3");
-  LogsConversion conversion;
+  OtlpConversion conversion(OtlpSignal::kLogs);
   absl::Status s = conversion.Scan(bad.SerializeAsString(), kArrival, 1 << 20, 100);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("resource_logs[0].scope_logs[0].log_records[0]"));
   EXPECT_THAT(s.message(), HasSubstr("UTF-8"));
 
   // Truncated.
-  LogsConversion truncated;
+  OtlpConversion truncated(OtlpSignal::kLogs);
   EXPECT_EQ(truncated.Scan(bytes.substr(0, bytes.size() - 1), kArrival, 1 << 20, 100).code(),
             absl::StatusCode::kInvalidArgument);
-  LogsConversion garbage;
+  OtlpConversion garbage(OtlpSignal::kLogs);
   EXPECT_EQ(garbage.Scan("\xff\xff\xff", kArrival, 1 << 20, 100).code(),
             absl::StatusCode::kInvalidArgument);
 
@@ -406,7 +525,7 @@ TEST(OtlpConversionTest, RefusesWhatCannotBeCanonical) {
   collector::ExportLogsServiceRequest deep;
   common::AnyValue* v = OneRecord(&deep)->mutable_body();
   for (size_t i = 0; i <= kMaxValueDepth; ++i) v = v->mutable_array_value()->add_values();
-  LogsConversion deep_conversion;
+  OtlpConversion deep_conversion(OtlpSignal::kLogs);
   s = deep_conversion.Scan(deep.SerializeAsString(), kArrival, 1 << 20, 100);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("deeper"));
@@ -415,13 +534,13 @@ TEST(OtlpConversionTest, RefusesWhatCannotBeCanonical) {
   collector::ExportLogsServiceRequest many;
   auto* sl = many.add_resource_logs()->add_scope_logs();
   for (int i = 0; i < 11; ++i) sl->add_log_records();
-  LogsConversion many_conversion;
+  OtlpConversion many_conversion(OtlpSignal::kLogs);
   EXPECT_EQ(many_conversion.Scan(many.SerializeAsString(), kArrival, 1 << 20, 10).code(),
             absl::StatusCode::kResourceExhausted);
 }
 
 TEST(OtlpConversionTest, AnEmptyRequestHasNoRecords) {
-  LogsConversion conversion;
+  OtlpConversion conversion(OtlpSignal::kLogs);
   ASSERT_TRUE(conversion.Scan("", kArrival, 1 << 20, 10).ok());
   EXPECT_EQ(conversion.records(), 0);
   EXPECT_EQ(conversion.bytes(), 0);

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -89,36 +90,28 @@ class OtlpExports::Impl {
     keys_[1] = absl::Uniform<uint64_t>(random);
   }
 
-  // A request (or a sender's retry of it) answered with an export waiting to persist.
-  struct Joined {
-    OtlpTransport transport;
-    absl::Time arrival;
-    Done done;
-  };
-
   // An export whose records are queued, waiting for them to be persisted.
   struct Waiting {
-    OtlpTransport transport;
-    absl::Time arrival;
     ExportOutcome outcome;  // OK, with what was rejected
     Done done;
     RequestHash hash;
-    size_t records = 0;          // taken into the queue
-    std::vector<Joined> joined;  // identical requests that came while it waited
+    size_t records = 0;        // taken into the queue
+    std::vector<Done> joined;  // identical requests that came while it waited
   };
 
   queue::Producer* producer() { return producer_.get(); }
 
-  RequestHash Hash(absl::string_view request) const {
-    using Keyed = std::pair<uint64_t, absl::string_view>;
-    return RequestHash{absl::Hash<Keyed>()(Keyed(keys_[0], request)),
-                       absl::Hash<Keyed>()(Keyed(keys_[1], request))};
+  // The same bytes of two signals are two requests.
+  RequestHash Hash(OtlpSignal signal, absl::string_view request) const {
+    using Keyed = std::tuple<uint64_t, OtlpSignal, absl::string_view>;
+    return RequestHash{absl::Hash<Keyed>()(Keyed(keys_[0], signal, request)),
+                       absl::Hash<Keyed>()(Keyed(keys_[1], signal, request))};
   }
 
   // A sender's retry: when an export with the same request waits to persist, `done` is answered
   // with it; when one persisted within retry_window, OK now (as it was answered then). True if
   // so; false when the request is new (and `done` untouched).
-  bool Join(const RequestHash& hash, OtlpTransport transport, absl::Time arrival, Done& done) {
+  bool Join(const RequestHash& hash, OtlpTransport transport, OtlpSignal signal, Done& done) {
     std::optional<ExportOutcome> persisted_outcome;  // set when it persisted already
     size_t records = 0;
     {
@@ -126,7 +119,7 @@ class OtlpExports::Impl {
       if (drained_) return false;
       if (auto it = waiting_by_hash_.find(hash); it != waiting_by_hash_.end()) {
         Waiting& waiting = it->second->second;
-        waiting.joined.push_back(Joined{transport, arrival, std::move(done)});
+        waiting.joined.push_back(std::move(done));
         records = waiting.records;
       } else {
         ForgetLocked(absl::Now());
@@ -137,8 +130,8 @@ class OtlpExports::Impl {
       }
     }
     metrics::ShipperMetrics::Get().InputRecords(InputLabel(transport), RecordOutcome::kJoined,
-                                                records);
-    if (persisted_outcome) exports_->Finish(transport, arrival, *persisted_outcome, done);
+                                                records, SignalName(signal));
+    if (persisted_outcome) done(*persisted_outcome);
     return true;
   }
 
@@ -158,7 +151,7 @@ class OtlpExports::Impl {
         RememberLocked(waiting, absl::Now());
       }
     }
-    exports_->Finish(waiting.transport, waiting.arrival, waiting.outcome, waiting.done);
+    waiting.done(waiting.outcome);
   }
 
   // UNAVAILABLE to every export still waiting; later ones get it at once.
@@ -213,10 +206,8 @@ class OtlpExports::Impl {
 
   // `waiting`'s outcome to it and to every request that joined it.
   void Answer(Waiting& waiting) {
-    exports_->Finish(waiting.transport, waiting.arrival, waiting.outcome, waiting.done);
-    for (Joined& joined : waiting.joined) {
-      exports_->Finish(joined.transport, joined.arrival, waiting.outcome, joined.done);
-    }
+    waiting.done(waiting.outcome);
+    for (Done& joined : waiting.joined) joined(waiting.outcome);
   }
 
   void RememberLocked(const Waiting& waiting, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -269,75 +260,75 @@ OtlpExports::OtlpExports(queue::Queue* queue, runtime::MemoryBudget* budget,
 
 OtlpExports::~OtlpExports() { impl_->Drain(); }
 
-void OtlpExports::Export(OtlpTransport transport, absl::string_view request, absl::Time arrival,
-                         Done done, size_t charged) {
+void OtlpExports::Export(OtlpTransport transport, OtlpSignal signal, absl::string_view request,
+                         absl::Time arrival, Done done, size_t charged) {
   metrics::ShipperMetrics& metrics = metrics::ShipperMetrics::Get();
   const absl::string_view input = InputLabel(transport);
+  const absl::string_view signal_name = SignalName(signal);
   if (!impl_->accepting()) {
-    return Finish(transport, arrival, Outcome(absl::UnavailableError(kShuttingDown)), done);
+    return done(Outcome(absl::UnavailableError(kShuttingDown)));
   }
-  if (request.size() > settings_.max_message_size) {
-    return done(TooLarge(transport, request.size(), arrival));
-  }
+  if (request.size() > settings_.max_message_size) return done(TooLarge(request.size()));
   // With ack: persisted, a sender's retry of an export (after its deadline) joins the export.
   RequestHash hash;
   if (settings_.ack == OtlpAck::kPersisted) {
-    hash = impl_->Hash(request);
-    if (impl_->Join(hash, transport, arrival, done)) return;
+    hash = impl_->Hash(signal, request);
+    if (impl_->Join(hash, transport, signal, done)) return;
   }
   // A record the budget (shipper.queue.mem.bytes) could never hold is rejected with the others
   // that are too large, rather than make the whole export fail for ever.
   size_t max_record_bytes = settings_.max_message_size;
   if (budget_->capacity() != 0) max_record_bytes = std::min(max_record_bytes, budget_->capacity());
-  LogsConversion conversion;
-  if (absl::Status scanned = conversion.Scan(request, arrival, max_record_bytes, kMaxRecords);
+  // The request's bytes are held while it is converted: in the transport's charged copy, or in
+  // gRPC's own buffer when it came in one piece; counted alike, so that the verdict does not
+  // depend on which.
+  const size_t request_held = std::max(charged, request.size());
+  OtlpConversion conversion(signal, budget_);
+  if (absl::Status scanned = conversion.Scan(request, arrival, max_record_bytes, kMaxRecords,
+                                             ceiling() - std::min(ceiling(), request_held));
       !scanned.ok()) {
-    return Finish(transport, arrival, Outcome(std::move(scanned)), done);
+    return done(Outcome(std::move(scanned)));
   }
   ExportOutcome ok;
   if (conversion.rejected() > 0) {
-    ok.rejected_log_records = static_cast<int64_t>(conversion.rejected());
-    ok.error_message = absl::StrCat(
-        conversion.rejected(), " log record(s) too large to be taken, the largest ",
-        conversion.largest_rejected(), " bytes once converted (at most ", max_record_bytes,
-        " bytes: shipper.otlp.max_message_size, shipper.queue.mem.bytes)");
+    ok.rejected_records = static_cast<int64_t>(conversion.rejected());
+    ok.error_message =
+        absl::StrCat(conversion.rejected(), " of the ", SignalRecords(signal),
+                     " too large to be taken, the largest ", conversion.largest_rejected(),
+                     " bytes once converted (at most ", max_record_bytes,
+                     " bytes: shipper.otlp.max_message_size, shipper.queue.mem.bytes)");
   }
   // The records too large to be taken are counted once the export is decided for good, not
   // again at each retry of it.
   const auto count_rejected = [&] {
-    metrics.InputRecords(input, RecordOutcome::kRejected, conversion.rejected());
+    metrics.InputRecords(input, RecordOutcome::kRejected, conversion.rejected(), signal_name);
   };
   const size_t n = conversion.records();
   if (n == 0) {
     count_rejected();
-    return Finish(transport, arrival, ok, done);
+    return done(ok);
   }
 
   // Decides an export none of whose records were taken.
   const auto refuse = [&](absl::Status status) {
     const bool retry = absl::IsUnavailable(status);
-    metrics.InputRecords(input, retry ? RecordOutcome::kRetry : RecordOutcome::kRejected, n);
+    metrics.InputRecords(input, retry ? RecordOutcome::kRetry : RecordOutcome::kRejected, n,
+                         signal_name);
     if (!retry) count_rejected();
-    Finish(transport, arrival, Outcome(std::move(status)), done);
+    done(Outcome(std::move(status)));
   };
+  // Everything the export holds at once, counted before the records and their events are
+  // allocated (the bookkeeping was, as Scan went): the request, the conversion's bookkeeping,
+  // the records (each copying its resource's and scope's entries: a 1 MiB resource over 65,000
+  // empty records would be 64 GiB) and the events pointing into them.
   const size_t bytes = conversion.bytes();
-  if (budget_->capacity() != 0 && bytes + charged > budget_->capacity()) {
-    return refuse(absl::ResourceExhaustedError(absl::StrCat(
-        "the export's records take ", bytes, " bytes once converted",
-        charged != 0 ? absl::StrCat(" (and its request ", charged, " more while converted)") : "",
-        ", more than the memory budget shipper.queue.mem.bytes (", budget_->capacity(),
-        " bytes): send fewer records per export")));
+  const size_t events_bytes = n * sizeof(queue::Event);
+  if (absl::Status fits = Fits(request_held + conversion.bookkeeping_bytes() + bytes + events_bytes,
+                               "converting the export");
+      !fits.ok()) {
+    return refuse(std::move(fits));
   }
-  if (budget_->capacity() == 0 && bytes > kUnbudgetedMultiple * settings_.max_message_size) {
-    // Nothing else bounds it: each record copies its resource's and scope's entries, so a
-    // 1 MiB resource over 65,000 empty records would be 64 GiB.
-    return refuse(absl::ResourceExhaustedError(
-        absl::StrCat("the export's records take ", bytes, " bytes once converted, more than ",
-                     kUnbudgetedMultiple, " x shipper.otlp.max_message_size (",
-                     kUnbudgetedMultiple * settings_.max_message_size,
-                     " bytes; shipper.queue.mem.bytes is 0): send fewer records per export")));
-  }
-  if (!budget_->TryAcquire(bytes)) {
+  if (!conversion.kept() || !budget_->TryAcquire(bytes + events_bytes)) {
     return refuse(absl::UnavailableError(
         "the memory budget (shipper.queue.mem.bytes) has no room for the export now"));
   }
@@ -350,6 +341,8 @@ void OtlpExports::Export(OtlpTransport transport, absl::string_view request, abs
   records->AddRefs(static_cast<int64_t>(events.size()));
   const queue::PublishResult published = impl_->producer()->TryPublishAll(absl::MakeSpan(events));
   records->Release();  // the export's own reference: the queued events hold the rest
+  std::vector<queue::Event>().swap(events);
+  budget_->Release(events_bytes);
   if (absl::IsResourceExhausted(published.status)) {
     return refuse(absl::UnavailableError("the queue has no room for the export now"));
   }
@@ -360,34 +353,49 @@ void OtlpExports::Export(OtlpTransport transport, absl::string_view request, abs
                      "(shipper.queue.*): send fewer records per export")));
   }
   if (!published.status.ok()) return refuse(absl::UnavailableError(kShuttingDown));
-  metrics.InputRecords(input, RecordOutcome::kAccepted, n);
+  metrics.InputRecords(input, RecordOutcome::kAccepted, n, signal_name);
   count_rejected();
-  if (settings_.ack == OtlpAck::kQueued) return Finish(transport, arrival, ok, done);
-  impl_->Wait(published.last_index,
-              Impl::Waiting{transport, arrival, std::move(ok), std::move(done), hash, n, {}});
+  if (settings_.ack == OtlpAck::kQueued) return done(ok);
+  impl_->Wait(published.last_index, Impl::Waiting{std::move(ok), std::move(done), hash, n, {}});
 }
 
-ExportOutcome OtlpExports::Refused(OtlpTransport transport, absl::Status status,
-                                   absl::Time arrival) {
+ExportOutcome OtlpExports::Refused(absl::Status status) const {
   CHECK(!status.ok());
-  ExportOutcome outcome = Outcome(std::move(status));
+  return Outcome(std::move(status));
+}
+
+ExportOutcome OtlpExports::TooLarge(size_t bytes) const {
+  return Outcome(absl::ResourceExhaustedError(absl::StrCat(
+      "the export request is ", bytes, " bytes, more than shipper.otlp.max_message_size (",
+      settings_.max_message_size, " bytes): send fewer records per export")));
+}
+
+ExportOutcome OtlpExports::Unavailable(absl::string_view why) const {
+  return Outcome(absl::UnavailableError(why));
+}
+
+size_t OtlpExports::ceiling() const {
+  return budget_->capacity() != 0 ? budget_->capacity()
+                                  : kUnbudgetedMultiple * settings_.max_message_size;
+}
+
+absl::Status OtlpExports::Fits(size_t bytes, absl::string_view what) const {
+  if (bytes <= ceiling()) return absl::OkStatus();
+  if (budget_->capacity() != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " holds ", bytes, " bytes at once, more than the whole memory budget ",
+        "shipper.queue.mem.bytes (", ceiling(), " bytes): send fewer records per export"));
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat(what, " holds ", bytes, " bytes at once, more than ", kUnbudgetedMultiple,
+                   " x shipper.otlp.max_message_size (", ceiling(),
+                   " bytes; shipper.queue.mem.bytes is 0): send fewer records per export"));
+}
+
+void OtlpExports::CountAnswer(OtlpTransport transport, OtlpSignal signal, absl::Time arrival,
+                              const ExportOutcome& outcome) {
   metrics::ShipperMetrics::Get().InputRequest(InputLabel(transport), outcome.status.code(),
-                                              absl::Now() - arrival);
-  return outcome;
-}
-
-ExportOutcome OtlpExports::TooLarge(OtlpTransport transport, size_t bytes, absl::Time arrival) {
-  return Refused(
-      transport,
-      absl::ResourceExhaustedError(absl::StrCat(
-          "the export request is ", bytes, " bytes, more than shipper.otlp.max_message_size (",
-          settings_.max_message_size, " bytes): send fewer records per export")),
-      arrival);
-}
-
-ExportOutcome OtlpExports::Unavailable(OtlpTransport transport, absl::string_view why,
-                                       absl::Time arrival) {
-  return Refused(transport, absl::UnavailableError(why), arrival);
+                                              absl::Now() - arrival, SignalName(signal));
 }
 
 void OtlpExports::StopAccepting() { impl_->StopAccepting(); }
@@ -398,13 +406,6 @@ ExportOutcome OtlpExports::Outcome(absl::Status status) const {
   ExportOutcome outcome{std::move(status)};
   if (absl::IsUnavailable(outcome.status)) outcome.retry_delay = settings_.retry_delay;
   return outcome;
-}
-
-void OtlpExports::Finish(OtlpTransport transport, absl::Time arrival, const ExportOutcome& outcome,
-                         Done& done) {
-  metrics::ShipperMetrics::Get().InputRequest(InputLabel(transport), outcome.status.code(),
-                                              absl::Now() - arrival);
-  done(outcome);
 }
 
 }  // namespace shipper

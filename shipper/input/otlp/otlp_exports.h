@@ -1,34 +1,47 @@
 // What every OTLP export does with its request, whichever transport took it (gRPC's
-// LogsService/Export, HTTP's POST /v1/logs): the one contract both transports call.
+// LogsService/Export and its trace and metrics siblings, HTTP's POST /v1/logs, /v1/traces and
+// /v1/metrics): the one contract both transports call, for the three signals alike.
 //
-// Export() takes the protobuf bytes of one ExportLogsServiceRequest (decompressed already) and:
+// Export() takes the protobuf bytes of one Export*ServiceRequest of a signal (decompressed
+// already) and:
 //   0. with ack: persisted, joins a retry to its export: a request identical (by a 128-bit keyed
 //      hash of its bytes) to an export still waiting to persist is answered with it, one
 //      identical to an export persisted within shipper.otlp.retry_window (at most 16,384
 //      remembered) is answered OK now; neither is queued again (records counted as joined);
-//   1. converts every LogRecord into one queued event, in the queued form the Producer API's
-//      events have (canonical wire bytes of elastic.agent.shipper.v1.messages.Event,
-//      shipper/event/wire_event.h; the mapping is otlp_conversion.h), all of them into one
-//      buffer;
-//   2. charges that buffer to the memory budget before it is made (the same budget as the
-//      Producer API's; it goes back once the queue released the last of its records);
+//      the signal is part of what is compared;
+//   1. converts every record (LogRecord, Span, data point) into one queued event, in the queued
+//      form the Producer API's events have (canonical wire bytes of
+//      elastic.agent.shipper.v1.messages.Event, shipper/event/wire_event.h; the mapping is
+//      otlp_conversion.h's and otlp_signals.h's), all of them into one buffer;
+//   2. charges what it holds to the memory budget before it is made (the same budget as the
+//      Producer API's): the conversion's bookkeeping as it grows, then the buffer and the events
+//      pointing into it; the buffer's charge goes back once the queue released the last of its
+//      records, the rest's once Export() returns;
 //   3. publishes the records whole or not at all (queue::Producer::TryPublishAll);
 //   4. calls `done` exactly once with the outcome.
 //
 // The outcome, and what each transport answers with it:
 //   OK                  taken: with ack: persisted once every record is persisted, with ack:
-//                       queued once queued. rejected_log_records > 0 (with error_message) when
+//                       queued once queued. rejected_records > 0 (with error_message) when
 //                       some records can never be taken (each larger, converted, than
 //                       max_message_size or the queue's byte limit); the rest were taken. The
 //                       transport sets partial_success only then.
 //   UNAVAILABLE         nothing of it was taken, try again after retry_delay: the queue or the
 //                       budget has no room for all of it now, or Shipper is shutting down
 //                       (gRPC: RetryInfo in the status details; HTTP: 503 with Retry-After).
-//   RESOURCE_EXHAUSTED  too large ever to be taken (more bytes than max_message_size, or more
-//                       records or bytes than the queue or the budget holds at all): the sender
-//                       must not retry it (gRPC: no RetryInfo; HTTP: 413).
-//   INVALID_ARGUMENT    not an ExportLogsServiceRequest, or one Shipper refuses (invalid UTF-8,
-//                       nesting too deep); the message says what and where (HTTP: 400).
+//   RESOURCE_EXHAUSTED  too large ever to be taken (more bytes than max_message_size, more
+//                       records or bytes than the queue holds at all, or more held at once
+//                       than ceiling()): the sender must not retry it (gRPC: no RetryInfo;
+//                       HTTP: 413).
+//   INVALID_ARGUMENT    not an Export*ServiceRequest of the signal, or one Shipper refuses
+//                       (invalid UTF-8, nesting too deep); the message says what and where
+//                       (HTTP: 400).
+//
+// Metrics, labelled with the transport's input (otlp_grpc, otlp_http) and the signal (logs,
+// traces, metrics): Export() counts records in shipper_input_records_total where their outcome
+// is decided (a retry's records as retry or joined, never again as rejected); the transport
+// counts each request, once, as it answers it (CountAnswer: shipper_input_requests_total and
+// the reply-time histogram).
 //
 // Threading. Export() may be called from any number of threads at once and never blocks or waits
 // for room. `done` runs on one of:
@@ -60,6 +73,7 @@
 #include "queue/queue.h"
 #include "runtime/memory_budget.h"
 #include "shipper/input/otlp/otlp_settings.h"
+#include "shipper/input/otlp/otlp_signals.h"
 
 namespace shipper {
 
@@ -67,8 +81,10 @@ namespace shipper {
 struct ExportOutcome {
   absl::Status status;
   absl::Duration retry_delay = absl::ZeroDuration();  // with UNAVAILABLE
-  int64_t rejected_log_records = 0;                   // with OK: partial_success when > 0
-  std::string error_message;                          // with rejected_log_records
+  // With OK: partial_success (rejected_log_records, rejected_spans, rejected_data_points) when
+  // > 0.
+  int64_t rejected_records = 0;
+  std::string error_message;  // with rejected_records
 };
 
 // Which transport took an export: the metrics' input label (otlp_grpc, otlp_http).
@@ -78,14 +94,15 @@ class OtlpExports {
  public:
   using Done = absl::AnyInvocable<void(const ExportOutcome&)>;
 
-  // More log records than this in one export are refused as too large (RESOURCE_EXHAUSTED): the
-  // records' bookkeeping is bounded before the budget is charged, and the Collector's exporter
-  // sends 8192 at most by default.
+  // More records (log records, spans, data points) than this in one export are refused as too large
+  // (RESOURCE_EXHAUSTED): the records' bookkeeping is bounded before the budget is charged, and the
+  // Collector's exporter sends 8192 at most by default.
   static constexpr size_t kMaxRecords = 65536;
-  // With shipper.queue.mem.bytes: 0 (no budget) an export whose records take more than this
-  // many times shipper.otlp.max_message_size once converted is refused as too large
-  // (RESOURCE_EXHAUSTED) before they are made, and OTLP/HTTP refuses a JSON body whose decoding
-  // would hold more: so a request holds at most about this multiple of max_message_size.
+  // With shipper.queue.mem.bytes: 0 (no budget) one request holds at most this multiple of
+  // shipper.otlp.max_message_size at once, everything counted (ceiling()): its body (JSON, or
+  // protobuf, decompressed), its JSON decoding, the conversion's bookkeeping, its records and
+  // their events. A request that would hold more is refused as too large (RESOURCE_EXHAUSTED)
+  // before it does.
   static constexpr size_t kUnbudgetedMultiple = 16;
 
   // `queue` and `budget` must outlive this object.
@@ -96,32 +113,48 @@ class OtlpExports {
   OtlpExports(const OtlpExports&) = delete;
   OtlpExports& operator=(const OtlpExports&) = delete;
 
-  // Takes the serialized ExportLogsServiceRequest `request`, which needs to live only until
-  // Export() returns, received at `arrival` (the records' timestamp when they carry none, and
-  // the start of the reply-time histogram). Calls `done` once, as described above. `charged`:
-  // what the transport holds charged to budget() for `request` while Export() runs (its
-  // flattened, inflated or decoded copy), so that an export whose copy and records together
-  // could never fit in the budget is refused as too large (RESOURCE_EXHAUSTED) rather than
-  // asked to retry for ever. For the verdict not to depend on how the request was sent, it is
-  // the copy's own size, never a reservation made while its size was not known.
-  void Export(OtlpTransport transport, absl::string_view request, absl::Time arrival, Done done,
-              size_t charged = 0);
+  // Takes the serialized Export*ServiceRequest of `signal` `request`, which needs to live only
+  // until Export() returns, received at `arrival` (the records' timestamp when they carry none).
+  // Calls `done` once, as described above. `charged`: what the transport holds charged to budget()
+  // for `request` while Export() runs (its flattened, inflated or decoded copy), so that an export
+  // whose copy and what converting it holds could never fit together (ceiling()) is refused as
+  // too large (RESOURCE_EXHAUSTED) rather than asked to retry for ever. For the verdict not to
+  // depend on how the request was sent, it is the copy's own size, never a reservation made while
+  // its size was not known; and the request counts as held for at least its own size (in gRPC's
+  // buffer when it is not copied).
+  void Export(OtlpTransport transport, OtlpSignal signal, absl::string_view request,
+              absl::Time arrival, Done done, size_t charged = 0);
 
-  // An export the transport refused itself before calling Export() (a body larger than
-  // max_message_size, a gzip stream that does not inflate, ...): counts it in the metrics as
-  // Export() counts its own, and returns the outcome to answer. `status` is not OK.
-  ExportOutcome Refused(OtlpTransport transport, absl::Status status, absl::Time arrival);
-  // The outcome of a request of `bytes` (after decompression) larger than max_message_size():
-  // RESOURCE_EXHAUSTED naming shipper.otlp.max_message_size. Counted as Refused().
-  ExportOutcome TooLarge(OtlpTransport transport, size_t bytes, absl::Time arrival);
+  // The outcomes a transport answers an export with when it refuses it itself, before or
+  // instead of calling Export(). Pure: they build the outcome and count nothing.
+  //   Refused: `status` (not OK), with retry_delay when it is UNAVAILABLE (a gzip stream that
+  //            does not inflate, a Content-Type it does not take, ...).
+  //   TooLarge: a request of `bytes` (after decompression) larger than max_message_size():
+  //            RESOURCE_EXHAUSTED naming shipper.otlp.max_message_size.
+  //   Unavailable: the budget has no room now for what the transport would hold, or Shipper is
+  //            shutting down: UNAVAILABLE with retry_delay, saying `why`.
+  ExportOutcome Refused(absl::Status status) const;
+  ExportOutcome TooLarge(size_t bytes) const;
+  ExportOutcome Unavailable(absl::string_view why) const;
+
+  // Counts one request in shipper_input_requests_total and the reply-time histogram. The one
+  // place each request is counted is where its transport answers it, once, whatever decided
+  // its outcome (Export(), a joined wait, or the transport itself); Export() counts only the
+  // records (shipper_input_records_total), where their outcome is decided.
+  static void CountAnswer(OtlpTransport transport, OtlpSignal signal, absl::Time arrival,
+                          const ExportOutcome& outcome);
 
   // What the transport holds to call Export() (a flattened or decompressed copy of a request)
   // it charges to this budget before it makes it, and gives back once Export() returned; when
   // the budget has no room it answers Unavailable().
   runtime::MemoryBudget* budget() const { return budget_; }
-  // The outcome when the budget has no room for what the transport would hold, or Shipper is
-  // shutting down: UNAVAILABLE with retry_delay. Counted as Refused().
-  ExportOutcome Unavailable(OtlpTransport transport, absl::string_view why, absl::Time arrival);
+  // The most one request may hold at once, everything counted (its body or copy, what decoding
+  // or converting it holds, its records and their events): the budget's capacity, or
+  // kUnbudgetedMultiple x max_message_size without a budget (shipper.queue.mem.bytes: 0).
+  size_t ceiling() const;
+  // RESOURCE_EXHAUSTED, naming the key that bounds it, when `bytes`, what `what` holds at once,
+  // are more than ceiling(): the request could never be taken. OK otherwise.
+  absl::Status Fits(size_t bytes, absl::string_view what) const;
   size_t max_message_size() const { return settings_.max_message_size; }
 
   // Refuses exports from now on (UNAVAILABLE with retry_delay); exports waiting to be persisted
@@ -136,9 +169,6 @@ class OtlpExports {
 
   // `status` with retry_delay when it is UNAVAILABLE.
   ExportOutcome Outcome(absl::Status status) const;
-  // Counts the request in the metrics and calls `done`.
-  void Finish(OtlpTransport transport, absl::Time arrival, const ExportOutcome& outcome,
-              Done& done);
 
   runtime::MemoryBudget* const budget_;
   const OtlpSettings settings_;

@@ -1,5 +1,6 @@
 #include "shipper/input/otlp/otlp_grpc.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -7,25 +8,17 @@
 #include "glog/logging.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
-#include "proto/otlp/logs_service.pb.h"
 #include "proto/rpc/status.pb.h"
 #include "runtime/executor_sizing.h"
 #include "runtime/worker_pool.h"
-#include "shipper/input/otlp/otlp_gzip.h"
+#include "shipper/codec/compression.h"
+#include "shipper/input/otlp/otlp_response.h"
+#include "shipper/input/otlp/otlp_signals.h"
 #include "shipper/server/async_calls.h"
 #include "shipper/server/listener.h"
 
 namespace shipper {
 namespace {
-
-namespace collector = opentelemetry::proto::collector::logs::v1;
-
-constexpr absl::string_view kLogsExport =
-    "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
-constexpr absl::string_view kTraceExport =
-    "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
-constexpr absl::string_view kMetricsExport =
-    "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export";
 
 // The gRPC status of an outcome that is not OK; UNAVAILABLE carries RetryInfo.
 grpc::Status StatusOf(const ExportOutcome& outcome) {
@@ -44,14 +37,9 @@ grpc::Status StatusOf(const ExportOutcome& outcome) {
   return grpc::Status(code, message, details.SerializeAsString());
 }
 
-// Whether a method is LogsService/Export, or how to refuse it.
+// Whether a method is one of the Export methods, or how to refuse it.
 grpc::Status Served(absl::string_view method) {
-  if (method == kLogsExport) return grpc::Status::OK;
-  if (method == kTraceExport || method == kMetricsExport) {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        "Shipper takes logs only (LogsService/Export): send traces and metrics "
-                        "to a receiver that takes them");
-  }
+  if (SignalOfMethod(method)) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, absl::StrCat("unknown method ", method));
 }
 
@@ -70,6 +58,9 @@ class Call final : public AsyncCall {
   void Answer(const ExportOutcome& outcome);
 
   OtlpGrpcImpl* const grpc_;
+  // Set as the request arrives: the method's signal, and when.
+  OtlpSignal signal_ = OtlpSignal::kLogs;
+  absl::Time arrival_;
 };
 
 class OtlpGrpcImpl final : public OtlpGrpc {
@@ -151,6 +142,9 @@ void Call::OnRequest(grpc::ByteBuffer& message) {
   // Only now the next call takes our place: the number of calls bounds what gRPC reads.
   PostNext();
   const absl::Time arrival = absl::Now();
+  arrival_ = arrival;
+  signal_ = *SignalOfMethod(context().method());  // method_check let only these through
+  const OtlpSignal signal = signal_;
   OtlpExports* const exports = grpc_->exports_;
   runtime::MemoryBudget* const budget = grpc_->budget_;
   const size_t max = grpc_->settings_.max_message_size;
@@ -171,38 +165,33 @@ void Call::OnRequest(grpc::ByteBuffer& message) {
     return true;
   };
   if (received.Length() > max) {
-    return done(exports->TooLarge(OtlpTransport::kGrpc, received.Length(), arrival));
+    return done(exports->TooLarge(received.Length()));
   }
   grpc::Slice flat;
   if (!received.TrySingleSlice(&flat).ok()) {
     if (!charge(received.Length())) {
-      return done(exports->Unavailable(OtlpTransport::kGrpc,
-                                       "the memory budget (shipper.queue.mem.bytes) has no room "
-                                       "for the request now",
-                                       arrival));
+      return done(exports->Unavailable(
+          "the memory budget (shipper.queue.mem.bytes) has no room for the request now"));
     }
     CHECK(received.DumpToSingleSlice(&flat).ok());
   }
   received.Clear();
   const absl::string_view bytes(reinterpret_cast<const char*>(flat.begin()), flat.size());
   if (!LooksLikeGzip(bytes)) {
-    return exports->Export(OtlpTransport::kGrpc, bytes, arrival, done, charged);
+    return exports->Export(OtlpTransport::kGrpc, signal, bytes, arrival, done, charged);
   }
   std::string inflated;
-  const absl::Status status =
-      Gunzip(bytes, max, "shipper.otlp.max_message_size", charge, &inflated);
-  if (!status.ok()) return done(exports->Refused(OtlpTransport::kGrpc, status, arrival));
-  exports->Export(OtlpTransport::kGrpc, inflated, arrival, done, charged);
+  const absl::Status status = Decode(ContentCoding::kGzip, bytes, max,
+                                     "shipper.otlp.max_message_size", budget, charge, &inflated);
+  if (!status.ok()) return done(exports->Refused(status));
+  exports->Export(OtlpTransport::kGrpc, signal, inflated, arrival, done, charged);
 }
 
+// Every request's one answer, whatever decided it: where it is counted.
 void Call::Answer(const ExportOutcome& outcome) {
+  OtlpExports::CountAnswer(OtlpTransport::kGrpc, signal_, arrival_, outcome);
   if (!outcome.status.ok()) return Fail(StatusOf(outcome));
-  collector::ExportLogsServiceResponse response;
-  if (outcome.rejected_log_records > 0) {
-    response.mutable_partial_success()->set_rejected_log_records(outcome.rejected_log_records);
-    response.mutable_partial_success()->set_error_message(outcome.error_message);
-  }
-  Reply(response);
+  Reply(*ExportResponse(signal_, outcome));
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
-// OTLP/gRPC: opentelemetry.proto.collector.logs.v1.LogsService/Export on a gRPC server of its
-// own (shipper.otlp.grpc.server; unix:// allowed), each request handed to OtlpExports
-// (otlp_exports.h) and answered with its outcome:
-//   OK                  ExportLogsServiceResponse, partial_success set only when some records
-//                       were rejected
+// OTLP/gRPC: opentelemetry.proto.collector.logs.v1.LogsService/Export, trace.v1.TraceService/Export
+// and metrics.v1.MetricsService/Export on a gRPC server of its own (shipper.otlp.grpc.server;
+// unix:// allowed), each request handed to OtlpExports (otlp_exports.h) with its signal and
+// answered with its outcome:
+//   OK                  the signal's Export*ServiceResponse (otlp_response.h), partial_success
+//                       set only when some records were rejected
 //   UNAVAILABLE         with google.rpc.RetryInfo (retry_delay) in grpc-status-details-bin: the
 //                       OTLP exporters retry after it
 //   RESOURCE_EXHAUSTED  too large (no RetryInfo: the exporters drop it); INVALID_ARGUMENT
-// The trace and metrics services answer UNIMPLEMENTED saying that Shipper takes logs only.
 //
 // It listens through shipper/server/'s Listener (TLS and mTLS from shipper.otlp.ssl, the
 // connection limit shipper.server.max_connections) and shares the shared server's resource

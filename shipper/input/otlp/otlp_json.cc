@@ -10,9 +10,14 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
+#include "google/protobuf/descriptor.h"
+#include "proto/otlp/logs_service.pb.h"
+#include "proto/otlp/metrics_service.pb.h"
+#include "proto/otlp/trace_service.pb.h"
 #include "proto/rpc/status.pb.h"
 #include "rapidjson/document.h"
 #include "rapidjson/error/en.h"
@@ -492,6 +497,151 @@ class Decoder {
   int depth_ = 0;
 };
 
+// Decodes the requests of traces and metrics by their messages' descriptors, with the same
+// readers of values as Decoder's (the same OTLP/JSON rules): lowerCamelCase or proto names,
+// unknown names ignored, a field twice refused, ids (bytes fields named trace_id, span_id,
+// parent_span_id) as hex, other bytes as base64, enums as integers or names, 64-bit integers
+// as numbers or strings, doubles also as "NaN" and "±Infinity".
+class ReflectiveDecoder {
+ public:
+  absl::Status Request(const Value& v, google::protobuf::Message* out) {
+    const Path root{nullptr, "request", -1};
+    if (!v.IsObject()) {
+      return Invalid(root, absl::StrCat("expected an object (", out->GetDescriptor()->name(), ")"));
+    }
+    return Message(v, root, out);
+  }
+
+ private:
+  using FieldDescriptor = google::protobuf::FieldDescriptor;
+
+  absl::Status Message(const Value& v, const Path& path, google::protobuf::Message* out) {
+    if (v.IsNull()) return absl::OkStatus();
+    if (!v.IsObject()) return Invalid(path, "expected an object");
+    if (depth_ >= kMaxDepth) {
+      return Invalid(path, absl::StrCat("nested deeper than ", kMaxDepth, " messages"));
+    }
+    ++depth_;
+    const google::protobuf::Descriptor* descriptor = out->GetDescriptor();
+    uint64_t seen = 0;  // by field number: every one of these messages' is below 64
+    absl::Status status;
+    for (const auto& m : v.GetObject()) {
+      const std::string name(m.name.GetString(), m.name.GetStringLength());
+      const FieldDescriptor* field = descriptor->FindFieldByName(name);
+      if (field == nullptr) field = descriptor->FindFieldByCamelcaseName(name);
+      if (field == nullptr) continue;  // unknown: ignored
+      const Path at = path.Field(field->json_name());
+      if (field->number() < 64) {
+        const uint64_t bit = uint64_t{1} << field->number();
+        if (seen & bit) {
+          status = Invalid(at, "given twice (as lowerCamelCase or snake_case): give it once");
+          break;
+        }
+        seen |= bit;
+      }
+      status = field->is_repeated() ? ForEachElement(m.value, at,
+                                                     [&](const Value& e, const Path& p) {
+                                                       return Field(e, p, out, field);
+                                                     })
+                                    : Field(m.value, at, out, field);
+      if (!status.ok()) break;
+    }
+    --depth_;
+    return status;
+  }
+
+  // One value of `field` (one element, when it is repeated) into `out`.
+  absl::Status Field(const Value& v, const Path& path, google::protobuf::Message* out,
+                     const FieldDescriptor* field) {
+    const google::protobuf::Reflection* r = out->GetReflection();
+    const bool repeated = field->is_repeated();
+    // null is the default value: a singular field stays unset (a oneof member too, as protobuf's
+    // parser leaves it).
+    if (v.IsNull() && !repeated) return absl::OkStatus();
+    absl::Status status;
+    switch (field->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_MESSAGE: {
+        google::protobuf::Message* message =
+            repeated ? r->AddMessage(out, field) : r->MutableMessage(out, field);
+        return Message(v, path, message);
+      }
+      case FieldDescriptor::CPPTYPE_STRING: {
+        std::string bytes;
+        if (field->type() == FieldDescriptor::TYPE_STRING) {
+          status = GetString(v, path, &bytes);
+        } else if (absl::EndsWith(field->name(), "trace_id")) {
+          status = GetHexId(v, path, 16, &bytes);
+        } else if (absl::EndsWith(field->name(), "span_id")) {
+          status = GetHexId(v, path, 8, &bytes);
+        } else {
+          status = GetBase64(v, path, &bytes);
+        }
+        if (!status.ok()) return status;
+        repeated ? r->AddString(out, field, std::move(bytes))
+                 : r->SetString(out, field, std::move(bytes));
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_BOOL: {
+        bool b = false;
+        if (status = GetBool(v, path, &b); !status.ok()) return status;
+        repeated ? r->AddBool(out, field, b) : r->SetBool(out, field, b);
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_DOUBLE: {
+        double d = 0;
+        if (status = GetDouble(v, path, &d); !status.ok()) return status;
+        repeated ? r->AddDouble(out, field, d) : r->SetDouble(out, field, d);
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_INT32: {
+        int32_t i = 0;
+        if (status = GetInteger(v, path, &i); !status.ok()) return status;
+        repeated ? r->AddInt32(out, field, i) : r->SetInt32(out, field, i);
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_INT64: {
+        int64_t i = 0;
+        if (status = GetInteger(v, path, &i); !status.ok()) return status;
+        repeated ? r->AddInt64(out, field, i) : r->SetInt64(out, field, i);
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_UINT32: {
+        uint32_t u = 0;
+        if (status = GetInteger(v, path, &u); !status.ok()) return status;
+        repeated ? r->AddUInt32(out, field, u) : r->SetUInt32(out, field, u);
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_UINT64: {
+        uint64_t u = 0;
+        if (status = GetInteger(v, path, &u); !status.ok()) return status;
+        repeated ? r->AddUInt64(out, field, u) : r->SetUInt64(out, field, u);
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_ENUM: {
+        int number = 0;
+        if (v.IsString()) {
+          const google::protobuf::EnumValueDescriptor* named =
+              field->enum_type()->FindValueByName(std::string(View(v)));
+          if (named == nullptr) {
+            return Invalid(path, absl::StrCat("expected an integer or a name of ",
+                                              field->enum_type()->name()));
+          }
+          number = named->number();
+        } else if (status = GetInteger(v, path, &number); !status.ok()) {
+          return status;
+        }
+        repeated ? r->AddEnumValue(out, field, number) : r->SetEnumValue(out, field, number);
+        return absl::OkStatus();
+      }
+      case FieldDescriptor::CPPTYPE_FLOAT:
+        break;
+    }
+    return Invalid(path, "a field of a type OTLP does not use");
+  }
+
+  int depth_ = 0;
+};
+
 // Builds the document from a reader's events, reading each number from its text: integers
 // exactly into int64 or uint64, others with absl::SimpleAtod (correctly rounded). RapidJSON
 // 1.1's own full-precision parse calls clz(0), undefined, on a zero with a long mantissa
@@ -545,7 +695,11 @@ class CostCounter : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, CostC
   // JSON nesting beyond what the decoder takes (kMaxDepth messages, each an object in a list).
   static constexpr size_t kMaxJsonDepth = 2 * kMaxDepth + 8;
 
-  explicit CostCounter(size_t max_records) : max_records_(max_records) {}
+  CostCounter(OtlpSignal signal, size_t max_records)
+      : signal_(signal),
+        records_depth_(signal == OtlpSignal::kMetrics ? 9 : 6),
+        levels_(signal == OtlpSignal::kMetrics ? 5 : 3),
+        max_records_(max_records) {}
 
   bool Default() { return Scalar(); }
   bool RawNumber(const char*, rapidjson::SizeType, bool) { return Scalar(); }
@@ -557,12 +711,9 @@ class CostCounter : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, CostC
     bytes_ += kPerKey + n + 1;
     // `s` lives only during the call: what matters of it is kept.
     const absl::string_view key(s, n);
-    const auto is = [&](absl::string_view camel, absl::string_view snake) {
-      return key == camel || key == snake;
-    };
-    if (depth_ == 1) on_path_[0] = is("resourceLogs", "resource_logs");
-    if (depth_ == 3) on_path_[1] = is("scopeLogs", "scope_logs");
-    if (depth_ == 5) on_path_[2] = is("logRecords", "log_records");
+    for (size_t level = 0; level < levels_; ++level) {
+      if (depth_ == kKeyDepths[level]) on_path_[level] = Leads(level, key);
+    }
     return true;
   }
   bool StartObject() { return Open(); }
@@ -576,8 +727,42 @@ class CostCounter : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, CostC
   const absl::Status& stopped() const { return stopped_; }
 
  private:
-  // request.resourceLogs[i].scopeLogs[j].logRecords: the records' list is the third list in.
-  static constexpr size_t kRecordsDepth = 6;
+  // The depths of the objects whose keys lead to the records: request.resourceLogs[i]
+  // .scopeLogs[j].logRecords (and .resourceSpans[i].scopeSpans[j].spans) puts the records' list
+  // at depth 6, request.resourceMetrics[i].scopeMetrics[j].metrics[k].gauge.dataPoints (or
+  // .sum, ...) at depth 9.
+  static constexpr size_t kKeyDepths[] = {1, 3, 5, 7, 8};
+
+  // Whether `key`, read at kKeyDepths[level], names the next step to the records.
+  bool Leads(size_t level, absl::string_view key) const {
+    const auto is = [&](absl::string_view camel, absl::string_view snake) {
+      return key == camel || key == snake;
+    };
+    switch (signal_) {
+      case OtlpSignal::kLogs:
+        return level == 0   ? is("resourceLogs", "resource_logs")
+               : level == 1 ? is("scopeLogs", "scope_logs")
+                            : is("logRecords", "log_records");
+      case OtlpSignal::kTraces:
+        return level == 0   ? is("resourceSpans", "resource_spans")
+               : level == 1 ? is("scopeSpans", "scope_spans")
+                            : is("spans", "spans");
+      case OtlpSignal::kMetrics:
+        break;
+    }
+    switch (level) {
+      case 0:
+        return is("resourceMetrics", "resource_metrics");
+      case 1:
+        return is("scopeMetrics", "scope_metrics");
+      case 2:
+        return is("metrics", "metrics");
+      case 3:
+        return is("gauge", "gauge") || is("sum", "sum") || is("histogram", "histogram") ||
+               is("exponentialHistogram", "exponential_histogram") || is("summary", "summary");
+    }
+    return is("dataPoints", "data_points");
+  }
 
   bool Scalar() {
     bytes_ += kPerScalar;
@@ -597,25 +782,34 @@ class CostCounter : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, CostC
     --depth_;
     return true;
   }
-  // A value inside the current container: a log record when that is a request's records list.
+  // A value inside the current container: a record when that is a request's records list.
   bool Element() {
-    if (depth_ != kRecordsDepth || !IsRecordsList()) return true;
+    if (depth_ != records_depth_ || !IsRecordsList()) return true;
     if (++records_ <= max_records_) return true;
-    stopped_ = absl::ResourceExhaustedError(absl::StrCat(
-        "the request holds more than ", max_records_, " log records: send fewer per export"));
+    stopped_ = absl::ResourceExhaustedError(absl::StrCat("the request holds more than ",
+                                                         max_records_, " ", SignalRecords(signal_),
+                                                         ": send fewer per export"));
     return false;
   }
-  // Whether the container open at kRecordsDepth is request.resourceLogs[].scopeLogs[].logRecords
-  // (lists at depths 2, 4 and 6 under these keys, in either spelling).
-  bool IsRecordsList() const { return on_path_[0] && on_path_[1] && on_path_[2]; }
+  // Whether the container open at records_depth_ is the records' list (each key on the way to
+  // it, in either spelling).
+  bool IsRecordsList() const {
+    for (size_t level = 0; level < levels_; ++level) {
+      if (!on_path_[level]) return false;
+    }
+    return true;
+  }
 
+  const OtlpSignal signal_;
+  const size_t records_depth_;
+  const size_t levels_;  // of kKeyDepths used
   const size_t max_records_;
   size_t bytes_ = 0;
   size_t records_ = 0;
   size_t depth_ = 0;
-  // Whether the key last read in the object open at depth 1, 3 and 5 names the list that leads
-  // to the records there.
-  bool on_path_[3] = {false, false, false};
+  // Whether the key last read in the object open at each of kKeyDepths names the step that
+  // leads to the records there.
+  bool on_path_[std::size(kKeyDepths)] = {};
   absl::Status stopped_;
 };
 
@@ -626,11 +820,12 @@ void WriteString(rapidjson::Writer<rapidjson::StringBuffer>* writer, absl::strin
 
 }  // namespace
 
-absl::StatusOr<JsonCost> JsonDecodingCost(absl::string_view json, size_t max_records) {
+absl::StatusOr<JsonCost> JsonDecodingCost(absl::string_view json, size_t max_records,
+                                          OtlpSignal signal) {
   constexpr unsigned kFlags = rapidjson::kParseIterativeFlag |
                               rapidjson::kParseValidateEncodingFlag |
                               rapidjson::kParseNumbersAsStringsFlag;
-  CostCounter counter(max_records);
+  CostCounter counter(signal, max_records);
   rapidjson::MemoryStream stream(json.data(), json.size());
   const rapidjson::ParseResult parsed = rapidjson::Reader().Parse<kFlags>(stream, counter);
   if (!counter.stopped().ok()) return counter.stopped();
@@ -642,7 +837,8 @@ absl::StatusOr<JsonCost> JsonDecodingCost(absl::string_view json, size_t max_rec
   return JsonCost{counter.bytes() + json.size(), counter.records()};
 }
 
-absl::Status JsonToProtobufRequest(absl::string_view json, std::string* protobuf) {
+absl::Status JsonToProtobufRequest(absl::string_view json, std::string* protobuf,
+                                   OtlpSignal signal) {
   // Iterative: a deeply nested document cannot exhaust the stack while it is parsed. Numbers
   // come as their text and are read by NumberReader (see there).
   constexpr unsigned kFlags = rapidjson::kParseIterativeFlag |
@@ -663,24 +859,50 @@ absl::Status JsonToProtobufRequest(absl::string_view json, std::string* protobuf
                                                    rapidjson::GetParseError_En(parsed.Code())));
   }
   google::protobuf::Arena arena;
-  auto* request = google::protobuf::Arena::CreateMessage<service::ExportLogsServiceRequest>(&arena);
-  absl::Status status = Decoder().Request(document, request);
+  google::protobuf::Message* request;
+  absl::Status status;
+  switch (signal) {
+    case OtlpSignal::kLogs: {
+      auto* logs =
+          google::protobuf::Arena::CreateMessage<service::ExportLogsServiceRequest>(&arena);
+      status = Decoder().Request(document, logs);
+      request = logs;
+      break;
+    }
+    case OtlpSignal::kTraces:
+      request = google::protobuf::Arena::CreateMessage<
+          opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest>(&arena);
+      status = ReflectiveDecoder().Request(document, request);
+      break;
+    case OtlpSignal::kMetrics:
+      request = google::protobuf::Arena::CreateMessage<
+          opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest>(&arena);
+      status = ReflectiveDecoder().Request(document, request);
+      break;
+  }
   if (!status.ok()) return status;
   request->AppendToString(protobuf);
   return absl::OkStatus();
 }
 
-std::string ResponseToJson(const service::ExportLogsServiceResponse& response) {
-  if (!response.has_partial_success()) return "{}";
+std::string ResponseToJson(const google::protobuf::Message& response) {
+  // Every Export*ServiceResponse: partial_success (1) {rejected_* (1), error_message (2)}.
+  const google::protobuf::Reflection* r = response.GetReflection();
+  const google::protobuf::FieldDescriptor* partial_field =
+      response.GetDescriptor()->FindFieldByNumber(1);
+  if (!r->HasField(response, partial_field)) return "{}";
+  const google::protobuf::Message& partial = r->GetMessage(response, partial_field);
+  const google::protobuf::FieldDescriptor* rejected = partial.GetDescriptor()->FindFieldByNumber(1);
+  const google::protobuf::FieldDescriptor* message = partial.GetDescriptor()->FindFieldByNumber(2);
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
   writer.StartObject();
   writer.Key("partialSuccess");
   writer.StartObject();
-  writer.Key("rejectedLogRecords");
-  WriteString(&writer, absl::StrCat(response.partial_success().rejected_log_records()));
+  WriteString(&writer, rejected->json_name());
+  WriteString(&writer, absl::StrCat(partial.GetReflection()->GetInt64(partial, rejected)));
   writer.Key("errorMessage");
-  WriteString(&writer, response.partial_success().error_message());
+  WriteString(&writer, partial.GetReflection()->GetString(partial, message));
   writer.EndObject();
   writer.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());

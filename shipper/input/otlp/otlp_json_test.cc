@@ -8,6 +8,9 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "proto/otlp/logs_service.pb.h"
+#include "proto/otlp/metrics_service.pb.h"
+#include "proto/otlp/trace_service.pb.h"
 #include "proto/rpc/status.pb.h"
 
 namespace shipper::otlp {
@@ -282,6 +285,128 @@ TEST(ResponseToJson, IsEmptyOnFullSuccessAndCarriesAPartialSuccess) {
   EXPECT_EQ(
       ResponseToJson(response),
       R"({"partialSuccess":{"rejectedLogRecords":"2","errorMessage":"2 records \"too\" large"}})");
+}
+
+// A request of traces or metrics, decoded and compared with `text` (text format).
+template <typename Request>
+void ExpectSignalDecodesTo(OtlpSignal signal, const std::string& json, const std::string& text) {
+  std::string bytes;
+  const absl::Status status = JsonToProtobufRequest(json, &bytes, signal);
+  ASSERT_TRUE(status.ok()) << status;
+  Request got, want;
+  ASSERT_TRUE(got.ParseFromString(bytes));
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &want)) << text;
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(got, want))
+      << "got:\n"
+      << got.DebugString() << "want:\n"
+      << want.DebugString();
+}
+
+// As the JS SDK's JSON trace exporter writes a span: ids in hex, enums as integers, times as
+// strings; a link and an event.
+TEST(JsonToProtobufRequest, DecodesSpans) {
+  using opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
+  ExpectSignalDecodesTo<ExportTraceServiceRequest>(
+      OtlpSignal::kTraces,
+      R"({"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":
+      {"stringValue":"cart"}}],"droppedAttributesCount":0},"scopeSpans":[{"scope":{"name":"t",
+      "version":"1"},"spans":[{"traceId":"0AF7651916CD43DD8448EB211C80319C","spanId":
+      "b7ad6b7169203331","parentSpanId":"","traceState":"k=v","name":"GET","kind":2,
+      "startTimeUnixNano":"1700000000000000000","endTimeUnixNano":1700000000000000005,
+      "attributes":[{"key":"n","value":{"intValue":"7"}}],"droppedAttributesCount":0,
+      "events":[{"timeUnixNano":"1700000000000000001","name":"e","attributes":[],
+      "droppedAttributesCount":1}],"droppedEventsCount":0,"links":[{"traceId":
+      "00000000000000000000000000000001","spanId":"0000000000000002","attributes":[],
+      "droppedAttributesCount":0,"flags":257}],"droppedLinksCount":0,"status":{"code":
+      "STATUS_CODE_ERROR","message":"m"},"flags":1,"unknown":{"x":1}}]}]}]})",
+      R"(resource_spans { resource { attributes { key: "service.name" value { string_value: "cart" } } }
+         scope_spans { scope { name: "t" version: "1" }
+         spans { trace_id: "\x0a\xf7\x65\x19\x16\xcd\x43\xdd\x84\x48\xeb\x21\x1c\x80\x31\x9c"
+                 span_id: "\xb7\xad\x6b\x71\x69\x20\x33\x31" trace_state: "k=v" name: "GET"
+                 kind: SPAN_KIND_SERVER start_time_unix_nano: 1700000000000000000
+                 end_time_unix_nano: 1700000000000000005
+                 attributes { key: "n" value { int_value: 7 } }
+                 events { time_unix_nano: 1700000000000000001 name: "e" dropped_attributes_count: 1 }
+                 links { trace_id: "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x01"
+                         span_id: "\0\0\0\0\0\0\0\x02" flags: 257 }
+                 status { code: STATUS_CODE_ERROR message: "m" } flags: 1 } } })");
+}
+
+// Every kind of data point as the JS SDK's JSON metric exporter writes them.
+TEST(JsonToProtobufRequest, DecodesEveryKindOfDataPoint) {
+  using opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest;
+  ExpectSignalDecodesTo<ExportMetricsServiceRequest>(
+      OtlpSignal::kMetrics,
+      R"({"resourceMetrics":[{"scopeMetrics":[{"metrics":[
+      {"name":"g","unit":"1","gauge":{"dataPoints":[{"asDouble":0.5,"timeUnixNano":"3",
+        "exemplars":[{"asInt":"9","spanId":"0000000000000002","traceId":
+        "00000000000000000000000000000001","filteredAttributes":[]}]}]}},
+      {"name":"s","sum":{"aggregationTemporality":2,"isMonotonic":true,"dataPoints":[
+        {"asInt":"-4","startTimeUnixNano":"1","timeUnixNano":"2"}]}},
+      {"name":"h","histogram":{"aggregationTemporality":1,"dataPoints":[{"count":"3","sum":6,
+        "min":1,"max":"Infinity","bucketCounts":["1","2"],"explicitBounds":[2.5]}]}},
+      {"name":"e","exponential_histogram":{"dataPoints":[{"count":"2","scale":-3,"zeroCount":"1",
+        "positive":{"offset":-2,"bucketCounts":["1"]},"negative":{}}]}},
+      {"name":"q","summary":{"dataPoints":[{"count":"2","sum":1,"quantileValues":[
+        {"quantile":0.5,"value":0.4}]}]}}]}]}]})",
+      R"(resource_metrics { scope_metrics {
+         metrics { name: "g" unit: "1" gauge { data_points { as_double: 0.5 time_unix_nano: 3
+           exemplars { as_int: 9 span_id: "\0\0\0\0\0\0\0\x02"
+                       trace_id: "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x01" } } } }
+         metrics { name: "s" sum { aggregation_temporality: AGGREGATION_TEMPORALITY_CUMULATIVE
+           is_monotonic: true data_points { as_int: -4 start_time_unix_nano: 1 time_unix_nano: 2 } } }
+         metrics { name: "h" histogram { aggregation_temporality: AGGREGATION_TEMPORALITY_DELTA
+           data_points { count: 3 sum: 6 min: 1 max: inf bucket_counts: [1, 2]
+                         explicit_bounds: [2.5] } } }
+         metrics { name: "e" exponential_histogram { data_points { count: 2 scale: -3 zero_count: 1
+           positive { offset: -2 bucket_counts: [1] } negative { } } } }
+         metrics { name: "q" summary { data_points { count: 2 sum: 1
+           quantile_values { quantile: 0.5 value: 0.4 } } } } } })");
+}
+
+TEST(JsonToProtobufRequest, SaysWhatIsWrongInASpanOrPointAndWhere) {
+  std::string bytes;
+  absl::Status id = JsonToProtobufRequest(
+      R"({"resourceSpans":[{"scopeSpans":[{"spans":[{"parentSpanId":"abc"}]}]}]})", &bytes,
+      OtlpSignal::kTraces);
+  EXPECT_EQ(id.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(id.message(), HasSubstr("resourceSpans[0].scopeSpans[0].spans[0].parentSpanId"));
+  EXPECT_THAT(id.message(), HasSubstr("16 hex digits"));
+  absl::Status twice = JsonToProtobufRequest(
+      R"({"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"a","name":"b"}]}]}]})", &bytes,
+      OtlpSignal::kMetrics);
+  EXPECT_THAT(twice.message(), HasSubstr("metrics[0].name: given twice"));
+  absl::Status kind = JsonToProtobufRequest(
+      R"({"resourceSpans":[{"scopeSpans":[{"spans":[{"kind":"SIDEWAYS"}]}]}]})", &bytes,
+      OtlpSignal::kTraces);
+  EXPECT_THAT(kind.message(), HasSubstr("spans[0].kind: expected an integer or a name"));
+}
+
+TEST(JsonDecodingCost, CountsSpansAndDataPoints) {
+  absl::StatusOr<JsonCost> spans =
+      JsonDecodingCost(R"({"resourceSpans":[{"scopeSpans":[{"spans":[{},{},{"events":[{}]}]}]}]})",
+                       100, OtlpSignal::kTraces);
+  ASSERT_TRUE(spans.ok()) << spans.status();
+  EXPECT_EQ(spans->records, 3);
+  const std::string points =
+      R"({"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"gauge":{"dataPoints":[{},{}]}},)"
+      R"({"exponentialHistogram":{"dataPoints":[{}]}},{"summary":{"data_points":[{}]}}]}]}]})";
+  absl::StatusOr<JsonCost> counted = JsonDecodingCost(points, 100, OtlpSignal::kMetrics);
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_EQ(counted->records, 4);
+  absl::StatusOr<JsonCost> many = JsonDecodingCost(points, 3, OtlpSignal::kMetrics);
+  EXPECT_EQ(many.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(many.status().message(), HasSubstr("more than 3 data points"));
+}
+
+TEST(ResponseToJson, NamesEachSignalsRejectedCount) {
+  opentelemetry::proto::collector::trace::v1::ExportTraceServiceResponse spans;
+  spans.mutable_partial_success()->set_rejected_spans(3);
+  EXPECT_EQ(ResponseToJson(spans), R"({"partialSuccess":{"rejectedSpans":"3","errorMessage":""}})");
+  opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceResponse points;
+  EXPECT_EQ(ResponseToJson(points), "{}");
+  points.mutable_partial_success()->set_rejected_data_points(1);
+  EXPECT_THAT(ResponseToJson(points), HasSubstr(R"("rejectedDataPoints":"1")"));
 }
 
 TEST(StatusBody, IsAGoogleRpcStatusInEitherEncoding) {

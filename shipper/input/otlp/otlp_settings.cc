@@ -45,6 +45,13 @@ void OtlpSettings::Validate(Problems* problems) const {
   if (max_message_size > INT_MAX) {
     problems->Add("config: shipper.otlp.max_message_size must be below 2GiB");
   }
+  if (http_header_timeout <= absl::ZeroDuration()) {
+    problems->Add("config: shipper.otlp.http.header_timeout must be above 0");
+  }
+  // libmicrohttpd counts a stalled body in whole seconds.
+  if (http_idle_timeout < absl::Seconds(1)) {
+    problems->Add("config: shipper.otlp.http.idle_timeout must be 1s or more");
+  }
   if (enabled && !grpc_enabled && !http_enabled) {
     problems->Add(
         "config: shipper.otlp.enabled is true but both shipper.otlp.grpc.enabled and "
@@ -63,7 +70,7 @@ absl::StatusOr<std::unique_ptr<Input>> OtlpSettings::Build(const InputContext& c
 }
 
 std::string OtlpSettings::Source(const ServerSettings& server) const {
-  std::string source = "OTLP logs";
+  std::string source = "OTLP logs, traces and metrics";
   if (grpc_enabled) absl::StrAppend(&source, " over gRPC on ", grpc_address);
   if (grpc_enabled && http_enabled) absl::StrAppend(&source, " and");
   if (http_enabled) absl::StrAppend(&source, " over HTTP on ", http_address);
@@ -76,20 +83,35 @@ InputType OtlpInputType() {
   using S = OtlpSettings;
   std::vector<Key<S>> keys = {
       K::Bool("shipper.otlp.enabled",
-              "take OpenTelemetry logs (OTLP) over gRPC and HTTP, on the addresses below",
+              "take OpenTelemetry logs, traces and metrics (OTLP) over gRPC and HTTP, on the "
+              "addresses below",
               [](S& s) -> bool& { return s.enabled; }),
-      K::Bool("shipper.otlp.grpc.enabled", "OTLP/gRPC (LogsService/Export), with shipper.otlp",
+      K::Bool("shipper.otlp.grpc.enabled",
+              "OTLP/gRPC (LogsService, TraceService, MetricsService), with shipper.otlp",
               &S::grpc_enabled),
       K::Checked(
           "shipper.otlp.grpc.server", "OTLP/gRPC listen address", "host:port or unix:///path",
           [](const std::string& s) { return ParseAddress(s, kListenAddress).status(); },
           [](const std::string& v) { return v; }, &S::grpc_address),
-      K::Bool("shipper.otlp.http.enabled", "OTLP/HTTP (POST /v1/logs), with shipper.otlp",
+      K::Bool("shipper.otlp.http.enabled",
+              "OTLP/HTTP (POST /v1/logs, /v1/traces, /v1/metrics), with shipper.otlp",
               &S::http_enabled),
       K::Checked(
           "shipper.otlp.http.server", "OTLP/HTTP listen address", "host:port",
           [](const std::string& s) { return ParseAddress(s, kHttpListenAddress).status(); },
           [](const std::string& v) { return v; }, &S::http_address),
+      K::Size("shipper.otlp.http.max_connections",
+              "OTLP/HTTP connections open at once; one more is closed as soon as it is "
+              "accepted, and its sender retries",
+              1, false, &S::http_max_connections),
+      K::Duration("shipper.otlp.http.header_timeout",
+                  "a new OTLP/HTTP connection whose first request head has not arrived by then "
+                  "is closed",
+                  &S::http_header_timeout),
+      K::Duration("shipper.otlp.http.idle_timeout",
+                  "an OTLP/HTTP connection is closed when its next request has not begun this "
+                  "long after the last answer (keep-alive), or its body stalls this long",
+                  &S::http_idle_timeout),
       K::Enum<OtlpAck>("shipper.otlp.ack",
                        "answer an export once its records are persisted (the output confirmed "
                        "them; with the disk queue: synced) or once they are queued",

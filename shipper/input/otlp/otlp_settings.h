@@ -46,6 +46,15 @@ struct OtlpSettings final : InputSettings {
   std::string grpc_address = "127.0.0.1:4317";  // shipper.otlp.grpc.server: host:port, unix://
   bool http_enabled = true;                     // shipper.otlp.http.enabled
   std::string http_address = "127.0.0.1:4318";  // shipper.otlp.http.server: host:port
+  // shipper.otlp.http.max_connections: OTLP/HTTP connections open at once; one more is closed
+  // as soon as it is accepted (otlp_http_server.h says why).
+  size_t http_max_connections = 512;
+  // shipper.otlp.http.header_timeout: a new connection's first request head must have arrived
+  // by then (it is closed otherwise), however slowly it trickles in.
+  absl::Duration http_header_timeout = absl::Seconds(10);
+  // shipper.otlp.http.idle_timeout: a kept-alive connection whose next request head has not
+  // arrived this long after the last answer is closed, and so is one whose body stalls this long.
+  absl::Duration http_idle_timeout = absl::Seconds(30);
 
   OtlpAck ack = OtlpAck::kPersisted;              // shipper.otlp.ack
   absl::Duration retry_delay = absl::Seconds(1);  // shipper.otlp.retry_delay

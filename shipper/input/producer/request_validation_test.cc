@@ -10,6 +10,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "proto/messages.pb.h"
+#include "shipper/event/wire_event.h"
 
 namespace shipper {
 namespace {
@@ -196,6 +197,29 @@ TEST(RequestValidationTest, NonCanonicalEventsMeanWhatProtobufMakesOfThem) {
     EXPECT_EQ(scanned.events[0], scanned.rewritten.front());
     EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(Parsed(scanned.events[0]),
                                                                    Parsed(event)));
+  }
+}
+
+// Forwarding (the shipper output) sends queued events as they are: the OTLP input's mark of a
+// log record, span or data point reaches the aggregator's queue unchanged, whether the event is
+// taken as received or rewritten.
+TEST(RequestValidationTest, TheOtelSignalIsKept) {
+  pb::Event event;
+  event.set_otel_signal(pb::OTEL_SIGNAL_SPAN);
+  (*event.mutable_fields()->mutable_data())["a"].set_int64_value(1);
+  // One byte for each length below: every message here is shorter than 128 bytes.
+  const std::string fields = event.fields().SerializeAsString();
+  const std::string twice = absl::StrCat(event.SerializeAsString(), "\x2a",
+                                         std::string(1, fields.size()), fields);  // rewritten
+  for (const std::string& bytes : {event.SerializeAsString(), twice}) {
+    pb::PublishRequest request;
+    ASSERT_TRUE(request.add_events()->ParseFromString(bytes));
+    const std::string request_bytes = absl::StrCat("\x12", std::string(1, bytes.size()), bytes);
+    ScannedRequest scanned;
+    ASSERT_TRUE(Scan(request_bytes, RequestLimits{}, &scanned).ok());
+    ASSERT_EQ(scanned.events.size(), 1u);
+    EXPECT_EQ(Parsed(scanned.events[0]).otel_signal(), pb::OTEL_SIGNAL_SPAN);
+    EXPECT_EQ(wire::EventParts(scanned.events[0]).otel_signal, wire::otel::kSpan);
   }
 }
 

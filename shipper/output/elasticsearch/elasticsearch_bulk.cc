@@ -1,7 +1,5 @@
 #include "shipper/output/elasticsearch/elasticsearch_bulk.h"
 
-#include <zlib.h>
-
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -9,56 +7,9 @@
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+#include "shipper/codec/compression.h"
 
 namespace shipper {
-
-GzipBody::GzipBody(int level) {
-  // 15 + 16: the largest window, with a gzip header and trailer.
-  ok_ = deflateInit2(&z_, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
-  pending_.reserve(kPending);
-}
-
-GzipBody::~GzipBody() { deflateEnd(&z_); }
-
-void GzipBody::Add(absl::string_view piece) {
-  // Small pieces (an action line, a tiny event's document) are gathered first, so that they do
-  // not each pay a call to deflate.
-  if (pending_.size() + piece.size() > kPending) {
-    Deflate(pending_, Z_NO_FLUSH);
-    pending_.clear();
-  }
-  if (piece.size() > kPending) {
-    Deflate(piece, Z_NO_FLUSH);
-  } else {
-    pending_.append(piece.data(), piece.size());
-  }
-}
-
-absl::StatusOr<std::string> GzipBody::Finish() {
-  Deflate(pending_, Z_FINISH);
-  if (!ok_) return absl::InternalError("elasticsearch: gzip failed");
-  out_.resize(used_);
-  return std::move(out_);
-}
-
-void GzipBody::Deflate(absl::string_view in, int flush) {
-  // Room is claimed 64 KiB at a time as the output grows, and zeroed once: sized for the worst
-  // case (the input's size) up front, a megabyte body's output would cost more in zeroing and
-  // page faults than its compression.
-  constexpr size_t kChunk = 64 << 10;
-  if (!ok_) return;
-  z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z_.avail_in = static_cast<uInt>(in.size());
-  int rc;
-  do {
-    if (out_.size() - used_ < kChunk / 2) out_.resize(used_ + kChunk);
-    z_.next_out = reinterpret_cast<Bytef*>(out_.data() + used_);
-    z_.avail_out = static_cast<uInt>(out_.size() - used_);
-    rc = deflate(&z_, flush);
-    used_ = out_.size() - z_.avail_out;
-  } while (flush == Z_FINISH ? rc == Z_OK : z_.avail_in > 0 && rc == Z_OK);
-  ok_ = flush == Z_FINISH ? rc == Z_STREAM_END : rc == Z_OK || rc == Z_BUF_ERROR;
-}
 
 BulkActions::BulkActions(FieldFormat index, std::optional<FieldFormat> pipeline)
     : index_(std::move(index)),
@@ -104,7 +55,7 @@ absl::StatusOr<BulkItem> BulkActions::Item(absl::string_view event, size_t i) co
 absl::StatusOr<std::string> BulkBody(const BatchJson& json, absl::Span<const BulkItem> items,
                                      int gzip_level) {
   if (gzip_level > 0) {
-    GzipBody body(gzip_level);
+    Encoder body(ContentCoding::kGzip, gzip_level);
     for (const BulkItem& item : items) {
       body.Add(item.action);
       body.Add(json.line(item.event));

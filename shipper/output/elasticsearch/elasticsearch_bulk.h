@@ -17,12 +17,9 @@
 // for now: nothing the answer does not vouch for counts as written. (Beats acknowledges every
 // event of an answer that is not JSON, has an item without a status, or holds too few items.)
 //
-// Thread safety: BulkActions is immutable (use it from any thread); the functions are pure; one
-// thread uses a GzipBody.
+// Thread safety: BulkActions is immutable (use it from any thread); the functions are pure.
 #ifndef SHIPPER_SHIPPER_OUTPUT_ELASTICSEARCH_ELASTICSEARCH_BULK_H_
 #define SHIPPER_SHIPPER_OUTPUT_ELASTICSEARCH_ELASTICSEARCH_BULK_H_
-
-#include <zlib.h>
 
 #include <cstddef>
 #include <optional>
@@ -71,30 +68,6 @@ class BulkActions {
 // `gzip_level` unless it is 0, as it is assembled: the body is never held uncompressed.
 absl::StatusOr<std::string> BulkBody(const BatchJson& json, absl::Span<const BulkItem> items,
                                      int gzip_level);
-
-// Pieces compressed as they are added, at `level` (0-9; 0 stores), into one gzip member (a header,
-// the deflate stream, a trailer): what Content-Encoding: gzip carries. One thread uses one.
-class GzipBody {
- public:
-  explicit GzipBody(int level);
-  ~GzipBody();
-  GzipBody(const GzipBody&) = delete;
-  GzipBody& operator=(const GzipBody&) = delete;
-
-  void Add(absl::string_view piece);
-  // The compressed pieces; INTERNAL if zlib failed. Call once, after the last Add().
-  absl::StatusOr<std::string> Finish();
-
- private:
-  void Deflate(absl::string_view in, int flush);
-
-  static constexpr size_t kPending = 64 << 10;
-  z_stream z_{};
-  bool ok_;
-  std::string pending_;  // pieces added and not yet compressed, at most kPending bytes
-  std::string out_;      // out_.size() is room claimed; the first used_ bytes are written
-  size_t used_ = 0;
-};
 
 // How many items of an answer went which way, for the metrics.
 struct BulkCounts {

@@ -4,8 +4,6 @@
 // them, against the per-item rules elasticsearch_bulk.h states.
 #include "shipper/output/elasticsearch/elasticsearch_bulk.h"
 
-#include <zlib.h>
-
 #include <string>
 #include <vector>
 
@@ -233,48 +231,6 @@ TEST(ReadItemsTest, MoreItemsThanTheRequestWritesNothing) {
   ExpectUnreadable(ReadAnswer(R"json({"errors": false, "items": [
       {"create": {"status": 201}}, {"create": {"status": 201}}, {"create": {"status": 201}}]})json",
                               Items({0, 1})));
-}
-
-// What a gzip body holds, inflated as a server would.
-std::string Gunzip(const std::string& gzipped) {
-  z_stream z{};
-  EXPECT_EQ(inflateInit2(&z, 15 + 16), Z_OK);
-  std::string out(1 << 16, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gzipped.data()));
-  z.avail_in = static_cast<uInt>(gzipped.size());
-  std::string inflated;
-  int rc;
-  do {
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    rc = inflate(&z, Z_NO_FLUSH);
-    inflated.append(out.data(), out.size() - z.avail_out);
-  } while (rc == Z_OK);
-  EXPECT_EQ(rc, Z_STREAM_END);
-  inflateEnd(&z);
-  return inflated;
-}
-
-TEST(GzipBodyTest, PiecesInflateToThemselvesAtEveryLevel) {
-  // Room for the output is claimed 64 KiB at a time: bodies whose output fits in one chunk, spans
-  // many (level 0 stores 4 MB as it is), and none at all; added whole, and a piece at a time.
-  std::string body;
-  for (int i = 0; body.size() < (4 << 20); ++i) {
-    absl::StrAppend(&body, "{\"create\":{\"_index\":\"logs\"}}\n{\"message\":\"line ", i * 7919,
-                    "\",\"n\":", i, "}\n");
-  }
-  for (const std::string& in : {std::string(), std::string("{}\n"), body}) {
-    for (int level : {0, 1, 9}) {
-      for (size_t piece : {in.size() + 1, size_t{7}, size_t{100000}}) {
-        GzipBody gzip(level);
-        for (size_t at = 0; at < in.size(); at += piece) gzip.Add(in.substr(at, piece));
-        absl::StatusOr<std::string> gzipped = gzip.Finish();
-        ASSERT_TRUE(gzipped.ok()) << gzipped.status();
-        EXPECT_EQ(Gunzip(*gzipped), in)
-            << in.size() << " bytes at level " << level << " in pieces of " << piece;
-      }
-    }
-  }
 }
 
 }  // namespace

@@ -50,6 +50,8 @@ std::optional<absl::Duration> RetryDelay(const google::rpc::Status& status) {
   return std::nullopt;
 }
 
+// The three signals' responses number their fields alike (partial_success 1; in it the rejected
+// count 1, error_message 2): ExportLogsServiceResponse reads each.
 void PartialSuccess(const ExportLogsServiceResponse& response, ExportAnswer* answer) {
   if (!response.has_partial_success()) return;
   answer->rejected = response.partial_success().rejected_log_records();
@@ -81,14 +83,17 @@ const rapidjson::Value* Member(const rapidjson::Value& v, const char* name) {
   return it == v.MemberEnd() ? nullptr : &it->value;
 }
 
-// A JSON ExportLogsServiceResponse's partial success; false when `body` is not JSON.
+// A JSON Export*ServiceResponse's partial success; false when `body` is not JSON.
 bool JsonPartialSuccess(absl::string_view body, ExportAnswer* answer) {
   rapidjson::Document doc;
   doc.Parse(body.data(), body.size());
   if (doc.HasParseError()) return false;
   const rapidjson::Value* partial = Member(doc, "partialSuccess");
   if (partial == nullptr) return true;
-  if (const rapidjson::Value* n = Member(*partial, "rejectedLogRecords")) {
+  // Each signal's response names its count: one of them is there.
+  for (const char* name : {"rejectedLogRecords", "rejectedSpans", "rejectedDataPoints"}) {
+    const rapidjson::Value* n = Member(*partial, name);
+    if (n == nullptr) continue;
     // int64 is a string in the protobuf JSON mapping; a number is taken too.
     if (n->IsString() && !absl::SimpleAtoi(n->GetString(), &answer->rejected)) {
       answer->rejected = 0;

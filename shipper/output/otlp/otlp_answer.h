@@ -3,7 +3,8 @@
 // and HTTP alike.
 //
 //   gRPC OK, HTTP 2xx                        written; partial_success.rejected_log_records
-//                                            counted (the receiver does not say which)
+//                                            (_spans, _data_points) counted (the receiver does not
+//                                            say which)
 //   gRPC UNAVAILABLE, DEADLINE_EXCEEDED,     failed for now: retried with backoff
 //   ABORTED, OUT_OF_RANGE, DATA_LOSS,
 //   CANCELLED, RESOURCE_EXHAUSTED with
@@ -38,18 +39,18 @@ struct ExportAnswer {
   Verdict verdict = kRetry;
   std::string status;            // for the requests metric: "OK", "UNAVAILABLE", "200", "none"
   std::string message;           // what the receiver said, or why there was no answer
-  int64_t rejected = 0;          // partial_success.rejected_log_records
+  int64_t rejected = 0;          // partial_success.rejected_{log_records,spans,data_points}
   std::string rejected_message;  // partial_success.error_message
   absl::Duration retry_delay;    // asked for by the receiver, capped; zero: none
 };
 
 // A gRPC call's end: its status code (grpc::StatusCode), message, binary error details (a
-// serialized google.rpc.Status) and, when OK, the serialized ExportLogsServiceResponse.
+// serialized google.rpc.Status) and, when OK, the serialized Export*ServiceResponse.
 ExportAnswer GrpcAnswer(int code, absl::string_view message, absl::string_view details,
                         absl::string_view response);
 
 // An HTTP request's end: the status (0: no answer, `error` says why), the answer's Content-Type,
-// Retry-After and body (an ExportLogsServiceResponse or a google.rpc.Status, protobuf or JSON).
+// Retry-After and body (an Export*ServiceResponse or a google.rpc.Status, protobuf or JSON).
 ExportAnswer HttpAnswer(long status, absl::string_view error, absl::string_view content_type,
                         absl::string_view retry_after, absl::string_view body);
 

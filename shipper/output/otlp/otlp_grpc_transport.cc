@@ -1,7 +1,7 @@
-// OTLP/gRPC: LogsService/Export through gRPC's generic stub, so that the request goes out as the
-// bytes EncodeRequest() wrote, never parsed into a message. Calls use the callback API: a Send()
-// starts up to max_in_flight of them and waits on a condition variable for their ends, which
-// gRPC's own threads report.
+// OTLP/gRPC: {Logs,Trace,Metrics}Service/Export through gRPC's generic stub, so that the request
+// goes out as the bytes EncodeRequest() wrote, never parsed into a message. Calls use the callback
+// API: a Send() starts up to max_in_flight of them and waits on a condition variable for their
+// ends, which gRPC's own threads report.
 #include <algorithm>
 #include <memory>
 #include <set>
@@ -20,8 +20,6 @@
 namespace shipper {
 namespace {
 
-constexpr char kExport[] = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
-
 std::string Flatten(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
   std::string out;
@@ -39,7 +37,7 @@ class GrpcTransport final : public OtlpTransport {
         headers_(settings.HeaderPairs()),
         stub_(std::make_unique<grpc::GenericStub>(std::move(channel))) {}
 
-  std::vector<ExportAnswer> Send(absl::Span<const std::string> requests) override {
+  std::vector<ExportAnswer> Send(absl::Span<const ExportRequest> requests) override {
     std::vector<ExportAnswer> answers(requests.size());
     // One per request; each is done once its callback ran.
     struct Call {
@@ -67,10 +65,11 @@ class GrpcTransport final : public OtlpTransport {
         call.context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
       }
       for (const auto& [name, value] : headers_) call.context.AddMetadata(name, value);
-      grpc::Slice slice(requests[i]);
+      grpc::Slice slice(requests[i].body);
       call.request = grpc::ByteBuffer(&slice, 1);
       Register(&call.context);
-      stub_->UnaryCall(&call.context, kExport, grpc::StubOptions(), &call.request, &call.response,
+      stub_->UnaryCall(&call.context, std::string(ExportMethod(requests[i].signal)),
+                       grpc::StubOptions(), &call.request, &call.response,
                        [this, &answers, &call, &in_flight, i](grpc::Status status) {
                          answers[i] = GrpcAnswer(status.error_code(), status.error_message(),
                                                  status.error_details(),

@@ -1,9 +1,9 @@
-// OTLP/HTTP: POST <logs URL> through libcurl's multi interface, protobuf or JSON, gzip by zlib.
+// OTLP/HTTP: POST <the signal's URL> through libcurl's multi interface, protobuf or JSON, gzip by
+// shipper/codec.
 // A Send() borrows a session (a multi handle and its easy handles, which keep their connections
 // alive from one Send() to the next) and drives up to max_in_flight transfers at once on the
 // calling thread.
 #include <curl/curl.h>
-#include <zlib.h>
 
 #include <atomic>
 #include <memory>
@@ -16,27 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "runtime/mutex.h"
+#include "shipper/codec/compression.h"
 #include "shipper/output/otlp/otlp_request.h"
 #include "shipper/output/otlp/otlp_transport.h"
 
 namespace shipper {
 namespace {
-
-// gzip of `body` (RFC 1952), in one deflate call.
-std::string Gzip(absl::string_view body) {
-  z_stream z{};
-  // 15 + 16: the largest window, with a gzip header and trailer; level 1, as the Collector's.
-  CHECK_EQ(deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, body.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(body.data()));
-  z.avail_in = static_cast<uInt>(body.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  CHECK_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
 
 size_t AppendBody(char* data, size_t size, size_t n, void* body) {
   static_cast<std::string*>(body)->append(data, size * n);
@@ -46,7 +31,8 @@ size_t AppendBody(char* data, size_t size, size_t n, void* body) {
 // One transfer's answer, as libcurl fills it in.
 struct Transfer {
   CURL* curl = nullptr;
-  std::string body;  // what was sent, compressed if asked
+  const std::string* url = nullptr;  // the transport's, for the request's signal
+  std::string body;                  // what was sent, compressed if asked
   std::string answer;
   std::string content_type, retry_after;
   char error[CURL_ERROR_SIZE]{};
@@ -83,18 +69,22 @@ struct Session {
 class HttpTransport final : public OtlpTransport {
  public:
   explicit HttpTransport(const OtlpOutputSettings& settings, TlsPem tls)
-      : settings_(settings), url_(settings.LogsUrl()), tls_(std::move(tls)) {
+      : settings_(settings),
+        urls_{settings.Url(OtlpSignal::kLogs), settings.Url(OtlpSignal::kTraces),
+              settings.Url(OtlpSignal::kMetrics)},
+        tls_(std::move(tls)) {
     std::vector<std::string> lines = {"Expect:",  // no 100-continue round trip for big bodies
                                       settings.protocol == OtlpProtocol::kHttpJson
                                           ? "Content-Type: application/json"
                                           : "Content-Type: application/x-protobuf"};
     if (settings.compression == OtlpCompression::kGzip) lines.push_back("Content-Encoding: gzip");
+    if (settings.compression == OtlpCompression::kZstd) lines.push_back("Content-Encoding: zstd");
     lines.insert(lines.end(), settings.headers.begin(), settings.headers.end());
     for (const std::string& line : lines) headers_ = curl_slist_append(headers_, line.c_str());
   }
   ~HttpTransport() override { curl_slist_free_all(headers_); }
 
-  std::vector<ExportAnswer> Send(absl::Span<const std::string> requests) override {
+  std::vector<ExportAnswer> Send(absl::Span<const ExportRequest> requests) override {
     std::vector<ExportAnswer> answers(requests.size());
     std::unique_ptr<Session> session = Borrow();
     std::vector<Transfer> transfers(requests.size());
@@ -103,6 +93,17 @@ class HttpTransport final : public OtlpTransport {
       while (next < requests.size() && running < settings_.max_in_flight) {
         if (cancelled_.load()) {
           answers[next] = HttpAnswer(0, "cancelled at shutdown", "", "", "");
+          ++next;
+          continue;
+        }
+        const std::string& url = Url(requests[next].signal);
+        if (url.empty()) {
+          answers[next].verdict = ExportAnswer::kRefused;
+          answers[next].status = "none";
+          answers[next].message =
+              absl::StrCat("no URL for ", SignalRecords(requests[next].signal), ": ",
+                           OtlpOutputKey("logs_endpoint"),
+                           " does not end in /v1/logs and no endpoint is set to derive it from");
           ++next;
           continue;
         }
@@ -115,6 +116,7 @@ class HttpTransport final : public OtlpTransport {
         Transfer& t = transfers[next];
         t.body = *std::move(body);
         t.curl = Handle(*session);
+        t.url = &url;
         Prepare(t, next);
         curl_multi_add_handle(session->multi, t.curl);
         ++next;
@@ -137,8 +139,8 @@ class HttpTransport final : public OtlpTransport {
           answers[i] =
               HttpAnswer(0,
                          rc == CURLE_ABORTED_BY_CALLBACK ? "cancelled at shutdown"
-                         : t.error[0] != '\0'            ? absl::StrCat(url_, ": ", t.error)
-                                              : absl::StrCat(url_, ": ", curl_easy_strerror(rc)),
+                         : t.error[0] != '\0'            ? absl::StrCat(*t.url, ": ", t.error)
+                                              : absl::StrCat(*t.url, ": ", curl_easy_strerror(rc)),
                          "", "", "");
         } else {
           long status = 0;
@@ -159,15 +161,26 @@ class HttpTransport final : public OtlpTransport {
   void Cancel() override { cancelled_.store(true); }
 
  private:
-  absl::StatusOr<std::string> Body(const std::string& request) const {
+  const std::string& Url(OtlpSignal signal) const { return urls_[static_cast<size_t>(signal)]; }
+
+  absl::StatusOr<std::string> Body(const ExportRequest& export_request) const {
+    const std::string& request = export_request.body;
     std::string body;
     if (settings_.protocol == OtlpProtocol::kHttpJson) {
-      absl::StatusOr<std::string> json = RequestJson(request);
+      absl::StatusOr<std::string> json = RequestJson(export_request.signal, request);
       if (!json.ok()) return json.status();
       body = *std::move(json);
     }
     const std::string& plain = settings_.protocol == OtlpProtocol::kHttpJson ? body : request;
-    if (settings_.compression == OtlpCompression::kGzip) return Gzip(plain);
+    // Level 1 of either: the fastest, as the Collector's exporters compress by default.
+    switch (settings_.compression) {
+      case OtlpCompression::kGzip:
+        return Encode(ContentCoding::kGzip, plain, 1);
+      case OtlpCompression::kZstd:
+        return Encode(ContentCoding::kZstd, plain, 1);
+      case OtlpCompression::kNone:
+        break;
+    }
     return plain;
   }
 
@@ -201,7 +214,6 @@ class HttpTransport final : public OtlpTransport {
     CHECK(curl != nullptr) << "curl_easy_init failed";
     // libcurl's timeouts use signals unless told not to, which threads must not.
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_URL, url_.c_str());
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers_);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
@@ -232,6 +244,7 @@ class HttpTransport final : public OtlpTransport {
   static void Prepare(Transfer& t, size_t i) {
     CURL* curl = t.curl;
     curl_easy_setopt(curl, CURLOPT_PRIVATE, reinterpret_cast<void*>(i));
+    curl_easy_setopt(curl, CURLOPT_URL, t.url->c_str());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, t.body.data());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t.body.size()));
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t.answer);
@@ -241,7 +254,7 @@ class HttpTransport final : public OtlpTransport {
 
   // Constant after construction.
   const OtlpOutputSettings settings_;
-  const std::string url_;
+  const std::string urls_[3];  // by OtlpSignal
   const TlsPem tls_;
   curl_slist* headers_ = nullptr;
 
@@ -260,7 +273,7 @@ absl::StatusOr<std::unique_ptr<OtlpTransport>> NewHttpTransport(
     return absl::InternalError(absl::StrCat("otlp: libcurl: ", curl_easy_strerror(init)));
   }
   TlsPem tls;
-  if (absl::StartsWithIgnoreCase(settings.LogsUrl(), "https:")) {
+  if (settings.AnyHttps()) {
     absl::StatusOr<TlsPem> pem = OtlpOutputTls().Read(settings.ssl);
     if (!pem.ok()) return pem.status();
     tls = *std::move(pem);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,16 +12,21 @@
 #include "glog/logging.h"
 #include "runtime/mutex.h"
 #include "shipper/metrics/shipper_metrics.h"
-#include "shipper/output/otlp/otlp_log_record.h"
 #include "shipper/output/otlp/otlp_output_settings.h"
+#include "shipper/output/otlp/otlp_record.h"
 #include "shipper/output/otlp/otlp_request.h"
 #include "shipper/output/otlp/otlp_transport.h"
+#include "shipper/output/otlp/otlp_wire_writer.h"
 
 namespace shipper {
 namespace {
 
 // Distinct partial-success messages remembered, so that each is logged once; past it, no more.
 constexpr size_t kMaxRememberedMessages = 1000;
+// The least a batch's requests are filled to before the batch is split for max_in_flight.
+constexpr size_t kMinFillBytes = 64 << 10;
+// Room in each share for its Resource* and Scope* messages.
+constexpr size_t kGroupsAllowance = 4 << 10;
 
 class OtlpOutput final : public Output {
  public:
@@ -33,53 +39,39 @@ class OtlpOutput final : public Output {
   absl::Status Write(const Events& events, Outcome* outcome) override {
     if (cancelled()) return absl::CancelledError("otlp: shutting down");
     // Reused by the worker from batch to batch: the records' buffers keep their capacity.
-    thread_local std::vector<OtlpLogRecord> records;
+    thread_local std::vector<OtlpRecord> records;
     if (records.size() < events.size()) records.resize(events.size());
-    for (size_t i = 0; i < events.size(); ++i) MapEvent(events.bytes(i), &records[i]);
-    const absl::Span<const OtlpLogRecord> mapped(records.data(), events.size());
+    // Events of one client's batch share their resource: each is written once per run of them.
+    std::optional<wire::EventParts> before;
+    for (size_t i = 0; i < events.size(); ++i) {
+      const wire::EventParts parts(events.bytes(i));
+      MapEvent(parts, &records[i], before ? &*before : nullptr, i == 0 ? nullptr : &records[i - 1]);
+      before = parts;
+    }
+    const absl::Span<const OtlpRecord> mapped(records.data(), events.size());
 
-    RequestPlan plan = PlanRequests(mapped, config_.max_request_bytes);
+    RequestPlan plan = PlanRequests(mapped, config_.max_request_bytes, FillBytes(mapped));
     for (size_t i : plan.too_large) {
       outcome->rejected.push_back({i, absl::StrCat("otlp: the record alone is larger than ",
                                                    OtlpOutputKey("max_request_bytes"), " (",
                                                    config_.max_request_bytes, " bytes)")});
     }
     std::vector<std::vector<size_t>> pending = std::move(plan.requests);
+    std::vector<ExportRequest> bodies;
     while (!pending.empty()) {
-      std::vector<std::string> bodies;
-      bodies.reserve(pending.size());
-      for (const std::vector<size_t>& which : pending)
-        bodies.push_back(EncodeRequest(mapped, which));
-      const std::vector<ExportAnswer> answers = transport_->Send(bodies);
       std::vector<std::vector<size_t>> halves;
-      for (size_t r = 0; r < pending.size(); ++r) {
-        const ExportAnswer& answer = answers[r];
-        const std::vector<size_t>& which = pending[r];
-        metrics::ShipperMetrics::Get().OutputRequests("otlp", answer.status).Add();
-        switch (answer.verdict) {
-          case ExportAnswer::kWritten:
-            if (answer.rejected > 0 || !answer.rejected_message.empty()) PartialSuccess(answer);
-            break;
-          case ExportAnswer::kRetry:
-            for (size_t i : which) outcome->Fail(i, Failure(answer));
-            outcome->retry_after = std::max(outcome->retry_after, answer.retry_delay);
-            break;
-          case ExportAnswer::kTooLarge:
-          case ExportAnswer::kInvalid:
-            if (which.size() > 1) {
-              const auto middle = which.begin() + which.size() / 2;
-              halves.emplace_back(which.begin(), middle);
-              halves.emplace_back(middle, which.end());
-              break;
-            }
-            [[fallthrough]];
-          case ExportAnswer::kRefused:
-            for (size_t i : which) {
-              outcome->rejected.push_back(
-                  {i, absl::StrCat("otlp ", config_.Target(), ": ", answer.message)});
-            }
-            break;
+      // At most max_in_flight requests are encoded at once, the ones sent together: a batch's
+      // requests beyond them would wait encoded, holding the batch's size again.
+      for (size_t first = 0; first < pending.size(); first += config_.max_in_flight) {
+        const size_t end = std::min(pending.size(), first + config_.max_in_flight);
+        bodies.clear();
+        for (size_t r = first; r < end; ++r) {
+          // A request holds one signal's records (PlanRequests()): its first record's.
+          bodies.push_back({mapped[pending[r].front()].signal, EncodeRequest(mapped, pending[r])});
         }
+        const std::vector<ExportAnswer> answers = transport_->Send(bodies);
+        for (size_t r = first; r < end; ++r)
+          Judge(answers[r - first], bodies[r - first].signal, pending[r], &halves, outcome);
       }
       pending = std::move(halves);
     }
@@ -103,8 +95,52 @@ class OtlpOutput final : public Output {
     return cancelled_;
   }
 
-  std::string Failure(const ExportAnswer& answer) const {
-    std::string failure = absl::StrCat("otlp ", config_.Target(), ": ", answer.message);
+  // How full a request of the batch `mapped` gets: an equal share of it per request in flight,
+  // so that a whole batch's requests go out together rather than one after the other (and smaller
+  // requests pass the receiver's HTTP/2 flow-control window sooner); at least kMinFillBytes, so
+  // that small batches are not cut into tiny requests, and at most max_request_bytes.
+  size_t FillBytes(absl::Span<const OtlpRecord> mapped) const {
+    // As PlanRequests() counts: each record with its tag and length, and room for its groups.
+    size_t total = 0;
+    for (const OtlpRecord& r : mapped) total += r.record.size() + WireWriter::kFieldOverhead;
+    const size_t share = total / config_.max_in_flight + total / 64 + kGroupsAllowance;
+    return std::min(config_.max_request_bytes, std::max(kMinFillBytes, share));
+  }
+
+  // What the answer to the request of the records `which` means for them: written, failed for
+  // now, refused, or (too large, invalid) sent again as two halves, added to `halves`. `signal`:
+  // the request's, which its messages name the URL or method of.
+  void Judge(const ExportAnswer& answer, OtlpSignal signal, const std::vector<size_t>& which,
+             std::vector<std::vector<size_t>>* halves, Outcome* outcome) {
+    metrics::ShipperMetrics::Get().OutputRequests("otlp", answer.status).Add();
+    switch (answer.verdict) {
+      case ExportAnswer::kWritten:
+        if (answer.rejected > 0 || !answer.rejected_message.empty()) PartialSuccess(answer, signal);
+        break;
+      case ExportAnswer::kRetry:
+        for (size_t i : which) outcome->Fail(i, Failure(answer, signal));
+        outcome->retry_after = std::max(outcome->retry_after, answer.retry_delay);
+        break;
+      case ExportAnswer::kTooLarge:
+      case ExportAnswer::kInvalid:
+        if (which.size() > 1) {
+          const auto middle = which.begin() + which.size() / 2;
+          halves->emplace_back(which.begin(), middle);
+          halves->emplace_back(middle, which.end());
+          break;
+        }
+        [[fallthrough]];
+      case ExportAnswer::kRefused:
+        for (size_t i : which) {
+          outcome->rejected.push_back(
+              {i, absl::StrCat("otlp ", config_.Target(signal), ": ", answer.message)});
+        }
+        break;
+    }
+  }
+
+  std::string Failure(const ExportAnswer& answer, OtlpSignal signal) const {
+    std::string failure = absl::StrCat("otlp ", config_.Target(signal), ": ", answer.message);
     if (answer.retry_delay > absl::ZeroDuration()) {
       absl::StrAppend(&failure, " (the receiver asked to retry after ",
                       absl::FormatDuration(answer.retry_delay), ")");
@@ -113,7 +149,7 @@ class OtlpOutput final : public Output {
   }
 
   // Counts what the receiver took but dropped, and logs its message once per distinct message.
-  void PartialSuccess(const ExportAnswer& answer) {
+  void PartialSuccess(const ExportAnswer& answer, OtlpSignal signal) {
     rejected_by_receiver_.Add(static_cast<uint64_t>(std::max<int64_t>(answer.rejected, 0)));
     {
       runtime::MutexLock lock(&mu_);
@@ -122,8 +158,9 @@ class OtlpOutput final : public Output {
         return;
       }
     }
-    LOG(WARNING) << "otlp " << config_.Target() << ": the receiver accepted a request but dropped "
-                 << answer.rejected << " of its log records (partial success; counted, not "
+    LOG(WARNING) << "otlp " << config_.Target(signal)
+                 << ": the receiver accepted a request but dropped " << answer.rejected
+                 << " of its records (partial success; counted, not "
                  << "retried): " << answer.rejected_message;
   }
 
@@ -149,7 +186,8 @@ absl::StatusOr<std::unique_ptr<Output>> OtlpOutputSettings::Build() const {
 OutputType OtlpOutputType() {
   return MakeOutputType<OtlpOutputSettings>(
       "otlp",
-      "send events as OTLP log records (gRPC or HTTP) to a Collector, Elasticsearch's /_otlp, a "
+      "send events as OTLP log records, spans and data points (gRPC or HTTP) to a Collector, "
+      "Elasticsearch's /_otlp, a "
       "vendor or another Shipper",
       OtlpOutputKeys());
 }

@@ -55,6 +55,10 @@ bool IsHeader(absl::string_view header) {
 
 bool IsHttp(OtlpProtocol protocol) { return protocol != OtlpProtocol::kGrpc; }
 
+bool IsHttps(absl::string_view url) { return absl::StartsWithIgnoreCase(url, "https:"); }
+
+constexpr OtlpSignal kSignals[] = {OtlpSignal::kLogs, OtlpSignal::kTraces, OtlpSignal::kMetrics};
+
 }  // namespace
 
 std::string OtlpOutputKey(absl::string_view key) {
@@ -83,11 +87,23 @@ void OtlpOutputSettings::Validate(Problems* problems) const {
   if (IsHttp(protocol)) {
     if (!endpoint.empty()) problems->Add(CheckUrl("endpoint", endpoint));
     if (!logs_endpoint.empty()) problems->Add(CheckUrl("logs_endpoint", logs_endpoint));
-    if (!ssl.enabled && !endpoint.empty() && absl::StartsWithIgnoreCase(LogsUrl(), "https:")) {
-      problems->Add(absl::StrCat(OtlpOutputKey("endpoint"), ": '", LogsUrl(), "' needs TLS, but ",
-                                 OtlpOutputKey("ssl.enabled"), " is false"));
+    // Every URL requests go to, the derived ones too: one problem per key they come from.
+    for (absl::string_view key : {"endpoint", "logs_endpoint"}) {
+      for (OtlpSignal signal : kSignals) {
+        const std::string url = Url(signal);
+        if (ssl.enabled || UrlKey(signal) != key || !IsHttps(url)) continue;
+        problems->Add(absl::StrCat(OtlpOutputKey(key), ": '", url, "' (", SignalRecords(signal),
+                                   ") needs TLS, but ", OtlpOutputKey("ssl.enabled"), " is false"));
+        break;
+      }
     }
   } else {
+    if (compression == OtlpCompression::kZstd) {
+      problems->Add(absl::StrCat(OtlpOutputKey("compression"), ": zstd only with ",
+                                 OtlpOutputKey("protocol"),
+                                 " http/protobuf or http/json; gRPC 1.51 compresses with gzip "
+                                 "alone (or none)"));
+    }
     if (!logs_endpoint.empty()) {
       problems->Add(absl::StrCat(OtlpOutputKey("logs_endpoint"), ": only for ",
                                  OtlpOutputKey("protocol"),
@@ -122,14 +138,37 @@ void OtlpOutputSettings::Preflight(Problems* problems) const {
 }
 
 std::string OtlpOutputSettings::Destination() const {
-  return absl::StrCat("otlp ", ProtocolName(protocol), " ", Target());
+  return absl::StrCat("otlp ", ProtocolName(protocol), " ",
+                      IsHttp(protocol) ? LogsUrl() : endpoint);
 }
 
-std::string OtlpOutputSettings::Target() const { return IsHttp(protocol) ? LogsUrl() : endpoint; }
+std::string OtlpOutputSettings::Target(OtlpSignal signal) const {
+  if (!IsHttp(protocol)) return absl::StrCat(endpoint, ExportMethod(signal));
+  std::string url = Url(signal);
+  return url.empty() ? std::string(ProtocolName(protocol)) : url;
+}
 
-std::string OtlpOutputSettings::LogsUrl() const {
-  if (!logs_endpoint.empty()) return logs_endpoint;
-  return absl::StrCat(absl::StripSuffix(endpoint, "/"), "/v1/logs");
+absl::string_view OtlpOutputSettings::UrlKey(OtlpSignal signal) const {
+  const bool from_logs_endpoint =
+      !logs_endpoint.empty() && (signal == OtlpSignal::kLogs || endpoint.empty());
+  return from_logs_endpoint ? "logs_endpoint" : "endpoint";
+}
+
+bool OtlpOutputSettings::AnyHttps() const {
+  for (OtlpSignal signal : kSignals) {
+    if (IsHttps(Url(signal))) return true;
+  }
+  return false;
+}
+
+std::string OtlpOutputSettings::Url(OtlpSignal signal) const {
+  const std::string path = absl::StrCat("/v1/", SignalName(signal));
+  if (logs_endpoint.empty()) return absl::StrCat(absl::StripSuffix(endpoint, "/"), path);
+  if (signal == OtlpSignal::kLogs) return logs_endpoint;
+  if (!endpoint.empty()) return absl::StrCat(absl::StripSuffix(endpoint, "/"), path);
+  absl::string_view base = logs_endpoint;
+  if (!absl::ConsumeSuffix(&base, "/v1/logs")) return "";
+  return absl::StrCat(base, path);
 }
 
 std::vector<std::pair<std::string, std::string>> OtlpOutputSettings::HeaderPairs() const {
@@ -152,21 +191,26 @@ std::vector<Key<OtlpOutputSettings>> OtlpOutputKeys() {
   using K = KeysOf<OtlpOutputSettings>;
   using S = OtlpOutputSettings;
   std::vector<Key<S>> keys = {
-      K::String(OtlpOutputKey("endpoint"),
-                "the receiver: host:port or unix:///path over gRPC; over HTTP a base URL "
-                "http(s)://host[:port][/path] to which /v1/logs is appended",
-                &S::endpoint),
-      K::String(OtlpOutputKey("logs_endpoint"),
-                "over HTTP, the full URL of logs, used as given (instead of endpoint)",
-                &S::logs_endpoint),
+      K::String(
+          OtlpOutputKey("endpoint"),
+          "the receiver: host:port or unix:///path over gRPC; over HTTP a base URL "
+          "http(s)://host[:port][/path] to which /v1/logs, /v1/traces and /v1/metrics are appended",
+          &S::endpoint),
+      K::String(
+          OtlpOutputKey("logs_endpoint"),
+          "over HTTP, the full URL of logs, used as given (instead of endpoint); without endpoint, "
+          "spans and data points go to its /v1/traces and /v1/metrics siblings",
+          &S::logs_endpoint),
       K::Choice<OtlpProtocol>(OtlpOutputKey("protocol"), "how requests go",
                               {{"grpc", OtlpProtocol::kGrpc},
                                {"http/protobuf", OtlpProtocol::kHttpProtobuf},
                                {"http/json", OtlpProtocol::kHttpJson}},
                               &S::protocol),
-      K::Choice<OtlpCompression>(
-          OtlpOutputKey("compression"), "compression of requests",
-          {{"gzip", OtlpCompression::kGzip}, {"none", OtlpCompression::kNone}}, &S::compression),
+      K::Choice<OtlpCompression>(OtlpOutputKey("compression"), "compression of requests",
+                                 {{"gzip", OtlpCompression::kGzip},
+                                  {"zstd", OtlpCompression::kZstd},
+                                  {"none", OtlpCompression::kNone}},
+                                 &S::compression),
       K::StringList(OtlpOutputKey("headers"),
                     "request headers (gRPC metadata), each 'Name: value', such as "
                     "'Authorization: ApiKey ...'",

@@ -20,17 +20,20 @@
 #include "shipper/config/key.h"
 #include "shipper/config/problems.h"
 #include "shipper/config/tls.h"
+#include "shipper/input/otlp/otlp_signals.h"
 #include "shipper/output/output.h"
 
 namespace shipper {
 
 enum class OtlpProtocol { kGrpc, kHttpProtobuf, kHttpJson };
-enum class OtlpCompression { kGzip, kNone };
+// zstd: over HTTP only (gRPC 1.51 compresses messages with gzip or deflate alone).
+enum class OtlpCompression { kGzip, kNone, kZstd };
 
 // shipper.output.otlp.*
 struct OtlpOutputSettings final : OutputSettings {
   // gRPC: host:port or unix:///path. HTTP: a base URL (http(s)://host[:port][/path]) to which
-  // /v1/logs is appended, as the OTel exporters read OTEL_EXPORTER_OTLP_ENDPOINT.
+  // /v1/logs, /v1/traces and /v1/metrics are appended, as the OTel exporters read
+  // OTEL_EXPORTER_OTLP_ENDPOINT.
   std::string endpoint;
   // HTTP only: the full URL of logs, used as given (OTEL_EXPORTER_OTLP_LOGS_ENDPOINT).
   std::string logs_endpoint;
@@ -51,11 +54,21 @@ struct OtlpOutputSettings final : OutputSettings {
   absl::StatusOr<std::unique_ptr<Output>> Build() const override;
   std::string Destination() const override;
 
-  // REQUIRES for both: Validate() found no problem.
-  // Where requests go, for messages: the logs URL over HTTP, the endpoint over gRPC.
-  std::string Target() const;
-  // HTTP: the URL requests are POSTed to.
-  std::string LogsUrl() const;
+  // REQUIRES for all: Validate() found no problem.
+  // Where requests of `signal` go, for messages (failures, dead letters): over HTTP the signal's
+  // URL (the protocol's name when it has none), over gRPC the endpoint and the signal's Export
+  // method.
+  std::string Target(OtlpSignal signal) const;
+  // HTTP: the URL the requests of `signal` are POSTed to. logs_endpoint is the logs'; when it is
+  // set and endpoint is not, the traces' and metrics' are logs_endpoint with its /v1/logs suffix
+  // replaced by /v1/traces or /v1/metrics, and empty (spans and points refused, naming the key)
+  // when it has no such suffix: sending them to a logs URL would have them read as log records.
+  std::string Url(OtlpSignal signal) const;
+  std::string LogsUrl() const { return Url(OtlpSignal::kLogs); }
+  // HTTP: the key Url(signal) is made from, "endpoint" or "logs_endpoint".
+  absl::string_view UrlKey(OtlpSignal signal) const;
+  // HTTP: whether any URL requests go to is https (the TLS block is needed).
+  bool AnyHttps() const;
   // The headers as (lowercase name, value), as gRPC metadata wants them.
   std::vector<std::pair<std::string, std::string>> HeaderPairs() const;
 };

@@ -1,5 +1,6 @@
-// How the OTLP output's requests reach the receiver: OTLP/gRPC (LogsService/Export through a
-// generic stub's callback API) or OTLP/HTTP (POST through libcurl's multi interface). Both send a
+// How the OTLP output's requests reach the receiver: OTLP/gRPC ({Logs,Trace,Metrics}Service/Export
+// through a generic stub's callback API) or OTLP/HTTP (POST to the signal's URL through libcurl's
+// multi interface). Both send a
 // call's requests concurrently, at most max_in_flight at once, from the calling thread without a
 // thread per request, and answer each with its ExportAnswer (otlp_answer.h).
 //
@@ -20,13 +21,18 @@
 
 namespace shipper {
 
+// A serialized Export*ServiceRequest of `signal`.
+struct ExportRequest {
+  OtlpSignal signal;
+  std::string body;
+};
+
 class OtlpTransport {
  public:
   virtual ~OtlpTransport() = default;
 
-  // Sends each of `requests` (serialized ExportLogsServiceRequests), waits for every answer and
-  // returns them in the same order.
-  virtual std::vector<ExportAnswer> Send(absl::Span<const std::string> requests) = 0;
+  // Sends each of `requests`, waits for every answer and returns them in the same order.
+  virtual std::vector<ExportAnswer> Send(absl::Span<const ExportRequest> requests) = 0;
   virtual void Cancel() = 0;
 };
 

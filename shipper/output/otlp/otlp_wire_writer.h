@@ -27,9 +27,13 @@ class WireWriter {
   }
   void Fixed64(uint32_t number, uint64_t value) {
     Tag(number, wire::kFixed64);
-    char bytes[8];
-    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(value >> (8 * i));
-    out_->append(bytes, 8);
+    PutFixed64(value);
+  }
+  void Fixed32(uint32_t number, uint32_t value) {
+    Tag(number, wire::kFixed32);
+    char bytes[4];
+    for (int i = 0; i < 4; ++i) bytes[i] = static_cast<char>(value >> (8 * i));
+    out_->append(bytes, 4);
   }
   void Bytes(uint32_t number, absl::string_view bytes) {
     Tag(number, wire::kLength);
@@ -47,14 +51,42 @@ class WireWriter {
     out_->insert(start, length, n);
   }
 
+  // The tag and length of field `number`, a message of `size` bytes whose fields are written
+  // next: a message whose size is known beforehand, written without moving it.
+  void Header(uint32_t number, size_t size) {
+    Tag(number, wire::kLength);
+    PutVarint(size);
+  }
+  // The bytes field `number` takes with `size` bytes of contents: its tag, length and contents.
+  static size_t FieldSize(uint32_t number, size_t size) {
+    return VarintSize(uint64_t{number} << 3) + VarintSize(size) + size;
+  }
+
+  // Fields already encoded, appended as they are.
+  void Raw(absl::string_view fields) { out_->append(fields.data(), fields.size()); }
+  // A value without tag: an item of a packed repeated field (inside Message()).
+  void PutVarint(uint64_t value) {
+    char bytes[10];
+    out_->append(bytes, EncodeVarint(value, bytes));
+  }
+  void PutFixed64(uint64_t value) {
+    char bytes[8];
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(value >> (8 * i));
+    out_->append(bytes, 8);
+  }
+
   // The most bytes a field's tag and length take before `size` bytes of contents.
   static constexpr size_t kFieldOverhead = 5 + 10;
 
  private:
   void Tag(uint32_t number, wire::WireType type) { PutVarint(uint64_t{number} << 3 | type); }
-  void PutVarint(uint64_t value) {
-    char bytes[10];
-    out_->append(bytes, EncodeVarint(value, bytes));
+  static size_t VarintSize(uint64_t value) {
+    size_t n = 1;
+    while (value >= 0x80) {
+      value >>= 7;
+      ++n;
+    }
+    return n;
   }
   static size_t EncodeVarint(uint64_t value, char* bytes) {
     size_t n = 0;

@@ -360,12 +360,14 @@ class OtlpGrpcTest(unittest.TestCase):
             # 64 MiB in 64 KiB: inflated no further than the 1 MiB limit.
             shipper.export(request(1, body=lambda i: "z" * (64 << 20)), timeout=60,
                            compression=grpc.Compression.Gzip)
-        cases.append(("gzip bomb", e.exception, grpc.StatusCode.RESOURCE_EXHAUSTED, "inflates"))
+        cases.append(("gzip bomb", e.exception, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                      "decodes to more than"))
         trace = shipper.channel.unary_unary(TRACE_EXPORT, request_serializer=None,
                                             response_deserializer=None)
         with self.assertRaises(grpc.RpcError) as e:
-            trace(b"", timeout=10)
-        cases.append(("traces", e.exception, grpc.StatusCode.UNIMPLEMENTED, "logs only"))
+            trace(b"\xff\xff", timeout=10)
+        cases.append(("malformed traces", e.exception, grpc.StatusCode.INVALID_ARGUMENT,
+                      "not an ExportTraceServiceRequest"))
         for name, error, code, words in cases:
             self.assertEqual(error.code(), code, f"{name}: {error.details()}")
             self.assertIn(words, error.details(), name)
@@ -451,7 +453,8 @@ class OtlpGrpcTest(unittest.TestCase):
             with self.assertRaises(grpc.RpcError) as e:
                 shipper.export(body, timeout=1)
             self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
-        joined = ("shipper_input_records_total", 'input="otlp_grpc",outcome="joined"')
+        joined = ("shipper_input_records_total",
+                  'input="otlp_grpc",outcome="joined",signal="logs"')
         self.assertEqual(shipper.labelled_metric(*joined), 5)
         self.assertEqual(shipper.metric("shipper_queue_events"), 5, "no copy queued")
         aggregator_out = os.path.join(self.tmp, "aggregator")
