@@ -859,7 +859,7 @@ absl::Status JsonToProtobufRequest(absl::string_view json, std::string* protobuf
                                                    rapidjson::GetParseError_En(parsed.Code())));
   }
   google::protobuf::Arena arena;
-  google::protobuf::Message* request;
+  google::protobuf::Message* request = nullptr;
   absl::Status status;
   switch (signal) {
     case OtlpSignal::kLogs: {

@@ -343,13 +343,14 @@ void ResourceOrScope(absl::string_view key, const ValueParts& v, BytesPaths* byt
         bytes->Push(key);
         bytes->Push(part);
       }
-      KeyValues(w, is_resource ? kResourceAttributes : kScopeAttributes, p.bytes, bytes);
+      KeyValues(w, is_resource ? uint32_t{kResourceAttributes} : uint32_t{kScopeAttributes}, p.bytes,
+                bytes);
       if (bytes != nullptr) {
         bytes->Pop();
         bytes->Pop();
       }
     } else if (part == "dropped_attributes_count") {
-      w.Varint(is_resource ? kResourceDropped : kScopeDropped, p.scalar);
+      w.Varint(is_resource ? uint32_t{kResourceDropped} : uint32_t{kScopeDropped}, p.scalar);
     } else if (part == "schema_url") {
       (is_resource ? out->resource_schema_url : out->scope_schema_url)
           .assign(p.bytes.data(), p.bytes.size());

@@ -346,7 +346,9 @@ TEST(OtlpRequest, RequestsAreFilledToTheFillBytesAndARecordAboveThemGoesAlone) {
     if (which == std::vector<size_t>{50}) continue;  // alone
     EXPECT_LE(bytes, 1000u);
     // Full, but the last and the one closed early for record 50.
-    if (which.back() != 99 && which.back() != 49) EXPECT_GT(bytes, 500u);
+    if (which.back() != 99 && which.back() != 49) {
+      EXPECT_GT(bytes, 500u);
+    }
   }
   EXPECT_EQ(seen, 99u);
   // A fill above the limit is the limit.
