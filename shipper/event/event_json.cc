@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "shipper/event/date_time.h"
 #include "shipper/event/wire_event.h"
 
 #if defined(__SSE2__)
@@ -147,38 +148,6 @@ constexpr std::array<EscapeText, 256> kEscapes = [] {
   }
   return escapes;
 }();
-
-// Writes `n` as exactly `width` decimal digits ending just before `end`.
-void Digits(uint64_t n, int width, char* end) {
-  for (int i = 0; i < width; ++i, n /= 10) *--end = static_cast<char>('0' + n % 10);
-}
-
-// Writes `seconds` since the epoch as "YYYY-MM-DDTHH:MM:SS" (UTC) at `out`; false, writing
-// nothing, for a year outside 0000-9999.
-bool FormatDateTime(int64_t seconds, char (&out)[19]) {
-  // Days since 1970-01-01 to a civil date: Howard Hinnant's days_from_civil, inverted.
-  int64_t days = seconds / 86400;
-  int64_t rest = seconds % 86400;
-  if (rest < 0) rest += 86400, days -= 1;
-  const int64_t z = days + 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  const int64_t day = doy - (153 * mp + 2) / 5 + 1;
-  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
-  const int64_t year = yoe + era * 400 + (month <= 2);
-  if (year < 0 || year > 9999) return false;
-  std::memcpy(out, "0000-00-00T00:00:00", sizeof out);
-  Digits(year, 4, out + 4);
-  Digits(month, 2, out + 7);
-  Digits(day, 2, out + 10);
-  Digits(rest / 3600, 2, out + 13);
-  Digits(rest / 60 % 60, 2, out + 16);
-  Digits(rest % 60, 2, out + 19);
-  return true;
-}
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "shipper/event/date_time.h"
 #include "shipper/event/wire_event.h"
 #include "shipper/input/otlp/otlp_fields.h"
 #include "shipper/output/otlp/otlp_wire_writer.h"
@@ -185,6 +186,11 @@ void AnyValue(WireWriter& w, absl::string_view value, BytesPaths* bytes) {
       return;
     case wire::value::kTimestamp: {
       const wire::TimestampParts t(v.bytes);
+      char text[kRfc3339Max];
+      if (const size_t n = FormatRfc3339(t.seconds, t.nanos, text); n > 0) {
+        w.Bytes(otlp::kString, absl::string_view(text, n));
+        return;
+      }
       const absl::Time time = absl::FromUnixSeconds(t.seconds) + absl::Nanoseconds(t.nanos);
       w.Bytes(otlp::kString, absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", time, absl::UTCTimeZone()));
       return;
@@ -343,8 +349,8 @@ void ResourceOrScope(absl::string_view key, const ValueParts& v, BytesPaths* byt
         bytes->Push(key);
         bytes->Push(part);
       }
-      KeyValues(w, is_resource ? uint32_t{kResourceAttributes} : uint32_t{kScopeAttributes}, p.bytes,
-                bytes);
+      KeyValues(w, is_resource ? uint32_t{kResourceAttributes} : uint32_t{kScopeAttributes},
+                p.bytes, bytes);
       if (bytes != nullptr) {
         bytes->Pop();
         bytes->Pop();
