@@ -37,7 +37,7 @@ class GrpcTransport final : public OtlpTransport {
         headers_(settings.HeaderPairs()),
         stub_(std::make_unique<grpc::GenericStub>(std::move(channel))) {}
 
-  std::vector<ExportAnswer> Send(absl::Span<const ExportRequest> requests) override {
+  std::vector<ExportAnswer> Send(std::vector<ExportRequest> requests) override {
     std::vector<ExportAnswer> answers(requests.size());
     // One per request; each is done once its callback ran.
     struct Call {
@@ -65,7 +65,10 @@ class GrpcTransport final : public OtlpTransport {
         call.context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
       }
       for (const auto& [name, value] : headers_) call.context.AddMetadata(name, value);
-      grpc::Slice slice(requests[i].body);
+      // The slice owns the body from here: gRPC sends it without a copy and frees it when done.
+      auto* body = new std::string(std::move(requests[i].body));
+      grpc::Slice slice(
+          body->data(), body->size(), [](void* s) { delete static_cast<std::string*>(s); }, body);
       call.request = grpc::ByteBuffer(&slice, 1);
       Register(&call.context);
       stub_->UnaryCall(&call.context, std::string(ExportMethod(requests[i].signal)),

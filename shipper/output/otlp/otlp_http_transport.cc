@@ -84,7 +84,7 @@ class HttpTransport final : public OtlpTransport {
   }
   ~HttpTransport() override { curl_slist_free_all(headers_); }
 
-  std::vector<ExportAnswer> Send(absl::Span<const ExportRequest> requests) override {
+  std::vector<ExportAnswer> Send(std::vector<ExportRequest> requests) override {
     std::vector<ExportAnswer> answers(requests.size());
     std::unique_ptr<Session> session = Borrow();
     std::vector<Transfer> transfers(requests.size());
@@ -107,7 +107,7 @@ class HttpTransport final : public OtlpTransport {
           ++next;
           continue;
         }
-        absl::StatusOr<std::string> body = Body(requests[next]);
+        absl::StatusOr<std::string> body = Body(std::move(requests[next]));
         if (!body.ok()) {
           answers[next] = HttpAnswer(0, body.status().message(), "", "", "");
           ++next;
@@ -163,15 +163,14 @@ class HttpTransport final : public OtlpTransport {
  private:
   const std::string& Url(OtlpSignal signal) const { return urls_[static_cast<size_t>(signal)]; }
 
-  absl::StatusOr<std::string> Body(const ExportRequest& export_request) const {
-    const std::string& request = export_request.body;
-    std::string body;
+  // What goes on the wire for `export_request`: its body as it is (moved), as JSON, compressed.
+  absl::StatusOr<std::string> Body(ExportRequest export_request) const {
+    std::string plain = std::move(export_request.body);
     if (settings_.protocol == OtlpProtocol::kHttpJson) {
-      absl::StatusOr<std::string> json = RequestJson(export_request.signal, request);
+      absl::StatusOr<std::string> json = RequestJson(export_request.signal, plain);
       if (!json.ok()) return json.status();
-      body = *std::move(json);
+      plain = *std::move(json);
     }
-    const std::string& plain = settings_.protocol == OtlpProtocol::kHttpJson ? body : request;
     // Level 1 of either: the fastest, as the Collector's exporters compress by default.
     switch (settings_.compression) {
       case OtlpCompression::kGzip:

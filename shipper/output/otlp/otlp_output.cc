@@ -57,21 +57,21 @@ class OtlpOutput final : public Output {
                                                    config_.max_request_bytes, " bytes)")});
     }
     std::vector<std::vector<size_t>> pending = std::move(plan.requests);
-    std::vector<ExportRequest> bodies;
     while (!pending.empty()) {
       std::vector<std::vector<size_t>> halves;
       // At most max_in_flight requests are encoded at once, the ones sent together: a batch's
       // requests beyond them would wait encoded, holding the batch's size again.
       for (size_t first = 0; first < pending.size(); first += config_.max_in_flight) {
         const size_t end = std::min(pending.size(), first + config_.max_in_flight);
-        bodies.clear();
+        // A request holds one signal's records (PlanRequests()): its first record's.
+        const auto signal = [&](size_t r) { return mapped[pending[r].front()].signal; };
+        std::vector<ExportRequest> bodies;
         for (size_t r = first; r < end; ++r) {
-          // A request holds one signal's records (PlanRequests()): its first record's.
-          bodies.push_back({mapped[pending[r].front()].signal, EncodeRequest(mapped, pending[r])});
+          bodies.push_back({signal(r), EncodeRequest(mapped, pending[r])});
         }
-        const std::vector<ExportAnswer> answers = transport_->Send(bodies);
+        const std::vector<ExportAnswer> answers = transport_->Send(std::move(bodies));
         for (size_t r = first; r < end; ++r)
-          Judge(answers[r - first], bodies[r - first].signal, pending[r], &halves, outcome);
+          Judge(answers[r - first], signal(r), pending[r], &halves, outcome);
       }
       pending = std::move(halves);
     }

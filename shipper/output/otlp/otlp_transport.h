@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "shipper/output/otlp/otlp_answer.h"
 #include "shipper/output/otlp/otlp_output_settings.h"
 
@@ -31,8 +30,9 @@ class OtlpTransport {
  public:
   virtual ~OtlpTransport() = default;
 
-  // Sends each of `requests`, waits for every answer and returns them in the same order.
-  virtual std::vector<ExportAnswer> Send(absl::Span<const ExportRequest> requests) = 0;
+  // Sends each of `requests`, waits for every answer and returns them in the same order. Takes
+  // the requests: their bodies go out as they are, without a copy.
+  virtual std::vector<ExportAnswer> Send(std::vector<ExportRequest> requests) = 0;
   virtual void Cancel() = 0;
 };
 
