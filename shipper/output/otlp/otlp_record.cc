@@ -571,22 +571,31 @@ bool Messages(const ValueParts& list, uint32_t number, WireWriter& w, Item item,
   return ok;
 }
 
-// A list of scalars of `kind` as the packed repeated field `number`, each written by put(w, bits).
+// A list of scalars of `kind` as the packed repeated field `number`, each encoded by
+// put(bits, out) (a WireWriter::Encode*), gathered into one append per chunk of items.
 template <typename Put>
 bool Packed(const ValueParts& list, uint32_t kind, uint32_t number, WireWriter& w, Put put) {
   if (list.kind != wire::value::kList) return false;
   bool ok = true;
   w.Message(number, [&](WireWriter& m) {
+    char chunk[512];
+    size_t n = 0;
     wire::ForEachItem(list.bytes, [&](absl::string_view value) {
       const ValueParts v(value);
       ok = ok && v.kind == kind;
-      if (ok) put(m, v.scalar);
+      if (!ok) return;
+      if (n > sizeof chunk - WireWriter::kMaxItem) {
+        m.Raw(absl::string_view(chunk, n));
+        n = 0;
+      }
+      n += put(v.scalar, chunk + n);
     });
+    m.Raw(absl::string_view(chunk, n));
   });
   return ok;
 }
 bool PackedFixed64(const ValueParts& list, uint32_t kind, uint32_t number, WireWriter& w) {
-  return Packed(list, kind, number, w, [](WireWriter& m, uint64_t bits) { m.PutFixed64(bits); });
+  return Packed(list, kind, number, w, WireWriter::EncodeFixed64);
 }
 
 // Writes field `key` of the event as write(value, scratch) writes it, or, when that says it is not
@@ -829,7 +838,7 @@ bool WriteBuckets(const ValueParts& buckets, uint32_t number, WireWriter& w) {
       }
       return key == "bucket_counts" &&
              Packed(v, wire::value::kUint64, otlp::metric::kExpBucketCounts, m,
-                    [](WireWriter& p, uint64_t n) { p.PutVarint(n); });
+                    WireWriter::EncodeVarint);
     });
   });
   return ok;

@@ -79,16 +79,22 @@ class WireWriter {
 
   // Fields already encoded, appended as they are.
   void Raw(absl::string_view fields) { out_->append(fields.data(), fields.size()); }
-  // A value without tag: an item of a packed repeated field (inside Message()).
-  void PutVarint(uint64_t value) {
-    char bytes[10];
-    out_->append(bytes, EncodeVarint(value, bytes));
+  // An item of a packed repeated field, without tag, written at `out`: the bytes written (at
+  // most kMaxItem). Packed fields gather their items and Raw() them together.
+  static size_t EncodeVarint(uint64_t value, char* out) {
+    size_t n = 0;
+    while (value >= 0x80) {
+      out[n++] = static_cast<char>(value | 0x80);
+      value >>= 7;
+    }
+    out[n++] = static_cast<char>(value);
+    return n;
   }
-  void PutFixed64(uint64_t value) {
-    char bytes[8];
-    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(value >> (8 * i));
-    out_->append(bytes, 8);
+  static size_t EncodeFixed64(uint64_t value, char* out) {
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(value >> (8 * i));
+    return 8;
   }
+  static constexpr size_t kMaxItem = 10;
 
   // The most bytes a field's tag and length take before `size` bytes of contents.
   static constexpr size_t kFieldOverhead = 5 + 10;
@@ -102,16 +108,6 @@ class WireWriter {
     }
     return n;
   }
-  static size_t EncodeVarint(uint64_t value, char* bytes) {
-    size_t n = 0;
-    while (value >= 0x80) {
-      bytes[n++] = static_cast<char>(value | 0x80);
-      value >>= 7;
-    }
-    bytes[n++] = static_cast<char>(value);
-    return n;
-  }
-
   std::string* out_;
 };
 
